@@ -1,0 +1,67 @@
+#pragma once
+/// \file routes.hpp
+/// The route spec (DESIGN.md) as one pure function from a request to a Plan.
+///
+/// A Plan says what the request needs before it can be answered -- nothing, a wait, a blocking call
+/// or some CPU -- and carries the reply to send when that is done. Executing it is the one thing the
+/// four models do differently: each `std::visit`s the Plan in its own idiom.
+
+#include <chrono>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "cm/request.hpp"
+
+namespace cm {
+
+/// A response, before serialisation.
+struct Reply {
+  int status = 200;                                          ///< 200, 400, 404, ...
+  std::string content_type = "text/plain";                   ///< Content-Type
+  std::string body;                                          ///< the body
+  std::vector<std::pair<std::string, std::string>> headers;  ///< extra (Allow, Retry-After)
+  bool close = false;  ///< end the connection after this reply, whatever the request asked
+};
+
+/// Answer at once.
+struct Now {
+  Reply reply;
+};
+/// Answer after a real timer of `duration`; never earlier. Holds no thread in an async model.
+struct Wait {
+  std::chrono::milliseconds duration;
+  Reply reply;
+};
+/// Answer after a blocking call of `duration` (it stands for a blocking driver).
+struct Block {
+  std::chrono::milliseconds duration;
+  Reply reply;
+};
+/// Answer after burning `duration` of CPU on the serving thread.
+struct Compute {
+  std::chrono::microseconds duration;
+  Reply reply;
+};
+/// What a request needs before it can be answered.
+using Plan = std::variant<Now, Wait, Block, Compute>;
+
+/// The route spec: which plan answers this request.
+Plan plan(const Request& request);
+
+/// The reply carried by any plan.
+const Reply& reply_of(const Plan& plan);
+Reply& reply_of(Plan& plan);
+
+/// 503 for a request whose offload pool is full.
+Reply service_unavailable();
+/// 408 for a request whose head did not arrive in time (the connection then closes).
+Reply request_timeout();
+/// The reply to a request the parser refused (400, 413 or 431); it closes the connection.
+Reply protocol_error(int status, std::string reason);
+
+/// The text of a status code ("OK", "Not Found", ...).
+std::string_view reason_phrase(int status);
+
+}  // namespace cm

@@ -1,0 +1,87 @@
+#pragma once
+/// \file server.hpp
+/// The contract every model implements (DESIGN.md, "The server contract").
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace cm {
+
+/// How an async model waits for a `Wait` plan.
+enum class WaitMode {
+  timer,  ///< a real timer; the loop goes on serving others (the default)
+  sleep,  ///< anti-pattern, for teaching: sleep on the event loop, stalling all its connections
+};
+
+/// Where an async model runs `Block` and `Compute` plans (and, with pool/thread, `Now` ones too:
+/// the aeronet seed's "offload a trivial handler" row).
+enum class Offload {
+  standard,  ///< Block -> the bounded pool; Compute and Now -> on the loop (the default)
+  inline_,   ///< everything on the loop, Block included (a blocking call stalls the loop)
+  pool,      ///< Block, Compute and Now -> the bounded pool, the reply comes back to the loop
+  thread,    ///< Block, Compute and Now -> a new thread per call (aeronet's deferWork)
+};
+
+/// What `cm-server` was asked for. A model reads what applies to it.
+struct ServerOptions {
+  std::string host = "127.0.0.1";  ///< address to listen on
+  std::uint16_t port = 8080;       ///< 0 picks a free port; see Server::port()
+  unsigned threads = 0;            ///< event loops (async) or pool size (blocking); 0 = the default
+  unsigned blocking_threads = 64;  ///< the pool `/block` is offloaded to in the async models
+  unsigned blocking_queue = 1024;  ///< requests that may wait for that pool; beyond -> 503
+  WaitMode wait_mode = WaitMode::timer;
+  Offload offload = Offload::standard;
+  /// How long a connection may take to send a request head, counted from the previous response
+  /// (or the accept). Idle connections are closed silently; a partial head gets a 408.
+  std::chrono::milliseconds header_timeout{10'000};
+  int backlog = 4096;  ///< listen(2) backlog
+};
+
+/// The default for ServerOptions::threads in an async model: the CPUs this process may run on.
+unsigned default_loop_threads();
+
+/// One running server of some model.
+///
+/// start() binds and launches the model's threads, then returns; stop() may be called from any
+/// thread (or after a signal) and returns when every thread is joined and every fd closed.
+class Server {
+ public:
+  virtual ~Server() = default;
+
+  /// Binds the listening socket(s) and starts serving. Throws std::system_error on setup failure
+  /// (port in use, io_uring unavailable, ...), with a message that says what failed.
+  virtual void start() = 0;
+  /// Stops accepting, ends every connection, joins every thread. Idempotent, thread-safe.
+  virtual void stop() = 0;
+  /// The port bound by start() (the chosen one when asked for port 0).
+  virtual std::uint16_t port() const = 0;
+  /// Connections currently held open (accepted and not yet closed), for tests and stats.
+  virtual std::size_t open_connections() const = 0;
+  /// The model name, as `--model` spells it.
+  virtual std::string_view model() const = 0;
+};
+
+/// "cm-<model>", the Server header of a model.
+std::string server_header(std::string_view model);
+
+std::string_view to_string(WaitMode mode);
+std::string_view to_string(Offload offload);
+
+}  // namespace cm
+
+#include <system_error>
+
+namespace cm {
+
+/// Thrown by Server::start() when the model cannot run on this machine at all (io_uring disabled
+/// or refused by the kernel, for instance): cm-server reports it in one line, tests skip.
+class ModelUnavailable : public std::system_error {
+ public:
+  using std::system_error::system_error;
+};
+
+}  // namespace cm

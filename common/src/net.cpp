@@ -1,0 +1,130 @@
+// net.cpp -- listening sockets and the blocking lingering close.
+
+#include "cm/net.hpp"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <system_error>
+
+#include "cm/limits.hpp"
+
+namespace cm {
+namespace {
+
+[[noreturn]] void fail(const std::string& what) {
+  throw std::system_error(errno, std::generic_category(), what);
+}
+
+struct Address {
+  sockaddr_storage storage{};
+  socklen_t size = 0;
+  int family = AF_INET;
+};
+
+Address resolve(const std::string& host, std::uint16_t port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* result = nullptr;
+  const std::string service = std::to_string(port);
+  if (const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &result); rc != 0) {
+    throw std::system_error(EINVAL, std::generic_category(),
+                            "resolve " + host + ": " + ::gai_strerror(rc));
+  }
+  Address a;
+  std::memcpy(&a.storage, result->ai_addr, result->ai_addrlen);
+  a.size = result->ai_addrlen;
+  a.family = result->ai_family;
+  ::freeaddrinfo(result);
+  return a;
+}
+
+void set_port(Address& a, std::uint16_t port) {
+  if (a.family == AF_INET6) {
+    reinterpret_cast<sockaddr_in6*>(&a.storage)->sin6_port = htons(port);
+  } else {
+    reinterpret_cast<sockaddr_in*>(&a.storage)->sin_port = htons(port);
+  }
+}
+
+Fd bound_socket(const Address& a, bool reuseport, bool nonblocking, const std::string& name) {
+  Fd fd(::socket(a.family, SOCK_STREAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0));
+  if (!fd) fail("socket");
+  const int one = 1;
+  if (::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0) {
+    fail("setsockopt SO_REUSEADDR");
+  }
+  if (reuseport && ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) {
+    fail("setsockopt SO_REUSEPORT");
+  }
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&a.storage), a.size) != 0) {
+    fail("bind " + name);
+  }
+  return fd;
+}
+
+}  // namespace
+
+Listeners open_listeners(const std::string& host, std::uint16_t port, unsigned count,
+                         int backlog, bool nonblocking) {
+  if (count == 0) count = 1;
+  Address address = resolve(host, port);
+  const std::string name = host + ":" + std::to_string(port);
+
+  // SO_REUSEPORT lets any socket of the same user join a port, so a second server would silently
+  // share the first one's port. A probe bound *without* it fails with EADDRINUSE if anybody
+  // listens there, and picks the port when asked for port 0.
+  Listeners result;
+  {
+    Fd probe = bound_socket(address, /*reuseport=*/false, false, name);
+    sockaddr_storage bound{};
+    socklen_t size = sizeof bound;
+    if (::getsockname(probe.get(), reinterpret_cast<sockaddr*>(&bound), &size) != 0) {
+      fail("getsockname");
+    }
+    result.port = ntohs(address.family == AF_INET6
+                            ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                            : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  }
+  set_port(address, result.port);
+  const std::string bound_name = host + ":" + std::to_string(result.port);
+  for (unsigned i = 0; i < count; ++i) {
+    Fd fd = bound_socket(address, /*reuseport=*/true, nonblocking, bound_name);
+    if (::listen(fd.get(), backlog) != 0) fail("listen " + bound_name);
+    result.sockets.push_back(std::move(fd));
+  }
+  return result;
+}
+
+void set_nodelay(int fd) noexcept {
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+void linger_close_blocking(int fd) noexcept {
+  ::shutdown(fd, SHUT_WR);
+  const auto deadline = std::chrono::steady_clock::now() + linger_timeout;
+  std::size_t drained = 0;
+  char sink[4096];
+  while (drained < linger_max_bytes) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    const ssize_t n = ::recv(fd, sink, sizeof sink, MSG_DONTWAIT);
+    if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR))) break;  // EOF or error
+    if (n > 0) drained += static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace cm

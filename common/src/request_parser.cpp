@@ -1,0 +1,176 @@
+// request_parser.cpp -- the llhttp-based request parser.
+//
+// llhttp is a push parser: it calls back for each piece of the message. Two callbacks return
+// HPE_PAUSED so that llhttp_execute() stops exactly where we need to decide something:
+//  - on_headers_complete: the head is over. We know its size (for the 431 limit) and the declared
+//    Content-Length, so 413 is answered from the headers, before any body byte is read.
+//  - on_message_complete: one request is whole. Pipelined bytes after it stay unconsumed until the
+//    connection has answered this one (requests are answered one at a time, in order).
+// llhttp_get_error_pos() tells where it paused, which is how many bytes were consumed.
+
+#include "cm/request_parser.hpp"
+
+#include <llhttp.h>
+
+#include <algorithm>
+#include <strings.h>
+
+namespace cm {
+
+std::string_view Request::header(std::string_view name) const {
+  for (const auto& [field, value] : headers) {
+    if (field.size() == name.size() && ::strncasecmp(field.data(), name.data(), name.size()) == 0) {
+      return value;
+    }
+  }
+  return {};
+}
+
+struct RequestParser::Impl {
+  llhttp_t parser{};
+  llhttp_settings_t settings{};
+  Request request;
+  bool in_value = false;        // the last header callback was a value (the next field is new)
+  bool body_too_large = false;  // on_body stopped the parser because of the body limit
+  std::size_t max_body = 0;
+
+  static Impl& self(llhttp_t* p) { return *static_cast<Impl*>(p->data); }
+
+  explicit Impl(std::size_t max_body_bytes) : max_body(max_body_bytes) {
+    llhttp_settings_init(&settings);
+    settings.on_url = [](llhttp_t* p, const char* at, std::size_t n) {
+      self(p).request.target.append(at, n);
+      return 0;
+    };
+    settings.on_header_field = [](llhttp_t* p, const char* at, std::size_t n) {
+      Impl& s = self(p);
+      if (s.in_value || s.request.headers.empty()) {
+        s.request.headers.emplace_back();
+        s.in_value = false;
+      }
+      s.request.headers.back().first.append(at, n);
+      return 0;
+    };
+    settings.on_header_value = [](llhttp_t* p, const char* at, std::size_t n) {
+      Impl& s = self(p);
+      s.in_value = true;
+      s.request.headers.back().second.append(at, n);
+      return 0;
+    };
+    settings.on_headers_complete = [](llhttp_t* p) {
+      Impl& s = self(p);
+      s.request.method = llhttp_method_name(static_cast<llhttp_method_t>(p->method));
+      s.request.version_major = p->http_major;
+      s.request.version_minor = p->http_minor;
+      s.request.keep_alive = llhttp_should_keep_alive(p) != 0;
+      return static_cast<int>(HPE_PAUSED);  // let feed() check the head size and Content-Length
+    };
+    settings.on_body = [](llhttp_t* p, const char* at, std::size_t n) {
+      Impl& s = self(p);
+      if (s.request.body.size() + n > s.max_body) {  // chunked bodies are only known as they come
+        s.body_too_large = true;
+        return -1;
+      }
+      s.request.body.append(at, n);
+      return 0;
+    };
+    settings.on_message_complete = [](llhttp_t*) {
+      return static_cast<int>(HPE_PAUSED);  // one request at a time
+    };
+    llhttp_init(&parser, HTTP_REQUEST, &settings);
+    parser.data = this;
+  }
+};
+
+RequestParser::RequestParser(Limits limits)
+    : impl_(std::make_unique<Impl>(limits.max_body_bytes)), limits_(limits) {}
+RequestParser::~RequestParser() = default;
+RequestParser::RequestParser(RequestParser&& other) noexcept = default;
+RequestParser& RequestParser::operator=(RequestParser&& other) noexcept = default;
+// NOTE: Impl is heap-allocated so that llhttp's back pointer (parser.data) stays valid when the
+// RequestParser itself is moved.
+
+void RequestParser::fail(int status, std::string reason) {
+  state_ = State::failed;
+  error_ = ParseError{status, std::move(reason)};
+}
+
+std::size_t RequestParser::feed(std::string_view bytes) {
+  switch (state_) {
+    case State::idle:
+      if (bytes.empty()) return 0;
+      state_ = State::head;
+      [[fallthrough]];
+    case State::head:
+      return feed_head(bytes);
+    case State::body:
+      return feed_body(bytes);
+    case State::complete:
+    case State::failed:
+      return 0;
+  }
+  return 0;
+}
+
+std::size_t RequestParser::feed_head(std::string_view bytes) {
+  // Never hand llhttp more head than the limit allows: a 64 KiB header is refused after 8 KiB.
+  const std::size_t allowance = limits_.max_head_bytes - head_bytes_;
+  const std::string_view chunk = bytes.substr(0, allowance);
+  const llhttp_errno_t err = llhttp_execute(&impl_->parser, chunk.data(), chunk.size());
+  if (err == HPE_OK) {
+    head_bytes_ += chunk.size();
+    if (head_bytes_ >= limits_.max_head_bytes) {
+      fail(431, "request head larger than " + std::to_string(limits_.max_head_bytes) + " bytes");
+    }
+    return chunk.size();
+  }
+  if (err != HPE_PAUSED) {
+    fail(400, std::string("malformed request: ") + llhttp_errno_name(err));
+    return chunk.size();
+  }
+  // Paused in on_headers_complete: the head ends here.
+  const std::size_t consumed = llhttp_get_error_pos(&impl_->parser) - chunk.data();
+  head_bytes_ += consumed;
+  const llhttp_t& p = impl_->parser;
+  if ((p.flags & F_CONTENT_LENGTH) && p.content_length > limits_.max_body_bytes) {
+    fail(413, "request body larger than " + std::to_string(limits_.max_body_bytes) + " bytes");
+    return consumed;
+  }
+  llhttp_resume(&impl_->parser);
+  state_ = State::body;
+  return consumed + feed_body(bytes.substr(consumed));
+}
+
+std::size_t RequestParser::feed_body(std::string_view bytes) {
+  // Called with zero bytes right after the head: a request without a body completes then.
+  const llhttp_errno_t err = llhttp_execute(&impl_->parser, bytes.data(), bytes.size());
+  if (err == HPE_OK) return bytes.size();
+  if (err == HPE_PAUSED || err == HPE_PAUSED_UPGRADE) {
+    state_ = State::complete;
+    upgrade_ = err == HPE_PAUSED_UPGRADE || impl_->parser.upgrade;
+    return llhttp_get_error_pos(&impl_->parser) - bytes.data();
+  }
+  if (impl_->body_too_large) {
+    fail(413, "request body larger than " + std::to_string(limits_.max_body_bytes) + " bytes");
+  } else {
+    fail(400, std::string("malformed request: ") + llhttp_errno_name(err));
+  }
+  return bytes.size();
+}
+
+Request RequestParser::take() {
+  Request done = std::move(impl_->request);
+  impl_->request = Request{};
+  impl_->in_value = false;
+  if (upgrade_) {
+    // The bytes after an upgrade request are not HTTP/1: the connection closes after answering.
+    done.keep_alive = false;
+  } else {
+    llhttp_resume(&impl_->parser);
+  }
+  state_ = State::idle;
+  head_bytes_ = 0;
+  return done;
+}
+
+}  // namespace cm
