@@ -1,0 +1,159 @@
+// blocking/src/server.cpp -- the blocking thread-pool model.
+//
+// The idea it shows: one thread per connection, taken from a fixed pool. Every step blocks the
+// thread that runs it -- recv(), the sleep of /delay and /block, send() -- and that is fine for
+// the thread, because it has nothing else to do. The price is counted in threads: a waiting
+// request holds a whole worker (a stack of 8 MiB of address space, a kernel task, a scheduler
+// entry), so the server carries at most `--threads` waiting requests. With keep-alive a worker
+// serves one connection until the client closes it, so connections beyond the pool wait in the
+// accept queue: ceiling = threads / delay, whatever the number of connections.
+//
+// What it needs: POSIX sockets and std::thread; nothing else.
+//
+// Try:
+//   build/bin/cm-server --model blocking --port 8080 --threads 4
+//   curl -v localhost:8080/delay/100
+//   for i in $(seq 8); do curl -s localhost:8080/delay/1000 & done; wait   # 2 s: 4 at a time
+//
+// Shape: one acceptor thread accepts and queues connections; `--threads` workers each take one
+// and call serve_connection() (connection.cpp) until it ends. stop() shuts the listening socket
+// (waking accept), interrupts every sleep, shuts every served socket (waking recv), and joins.
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "cm/net.hpp"
+#include "cm/server.hpp"
+#include "cm/work.hpp"
+#include "connection.hpp"
+
+namespace cm::blocking {
+namespace {
+
+constexpr unsigned default_workers = 64;
+
+class BlockingServer final : public Server {
+ public:
+  explicit BlockingServer(ServerOptions options) : options_(std::move(options)) {
+    if (options_.threads == 0) options_.threads = default_workers;
+  }
+  ~BlockingServer() override { stop(); }
+
+  void start() override {
+    listeners_ = open_listeners(options_.host, options_.port, 1, options_.backlog);
+    port_ = listeners_.port;
+    started_ = true;
+    for (unsigned i = 0; i < options_.threads; ++i) workers_.emplace_back([this] { work(); });
+    acceptor_ = std::thread([this] { accept_loop(); });
+  }
+
+  void stop() override {
+    std::lock_guard stop_lock(stop_mutex_);
+    if (!started_ || stopped_) return;
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+      // Wake every worker blocked in recv()/poll() on a connection it serves.
+      for (int fd : serving_) ::shutdown(fd, SHUT_RDWR);
+    }
+    ::shutdown(listeners_.sockets.front().get(), SHUT_RDWR);  // wakes accept() with EINVAL
+    sleeper_.interrupt();                                     // wakes every Wait and Block
+    ready_.notify_all();
+    acceptor_.join();
+    for (auto& worker : workers_) worker.join();
+    open_ -= queue_.size();
+    queue_.clear();  // connections accepted but never served: closed by ~Fd
+    listeners_.sockets.clear();
+    stopped_ = true;
+  }
+
+  std::uint16_t port() const override { return port_; }
+  std::size_t open_connections() const override { return open_.load(); }
+  std::string_view model() const override { return "blocking"; }
+
+ private:
+  void accept_loop() {
+    const int listener = listeners_.sockets.front().get();
+    for (;;) {
+      const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (stopping()) return;
+        if (errno == EMFILE || errno == ENFILE) {
+          // Out of descriptors: the connection stays in the backlog; try again shortly.
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        continue;  // EINTR, ECONNABORTED, ...: one failed accept is not the server's end
+      }
+      std::lock_guard lock(mutex_);
+      if (stopping_) {
+        ::close(fd);
+        return;
+      }
+      ++open_;
+      queue_.emplace_back(fd);
+      ready_.notify_one();
+    }
+  }
+
+  void work() {
+    for (;;) {
+      Fd connection;
+      {
+        std::unique_lock lock(mutex_);
+        ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        if (stopping_) return;
+        connection = std::move(queue_.front());
+        queue_.pop_front();
+        serving_.insert(connection.get());
+      }
+      serve_connection(connection.get(), name_, options_, sleeper_);
+      {
+        std::lock_guard lock(mutex_);
+        serving_.erase(connection.get());
+      }
+      connection.reset();
+      --open_;
+    }
+  }
+
+  bool stopping() {
+    std::lock_guard lock(mutex_);
+    return stopping_;
+  }
+
+  ServerOptions options_;
+  const std::string name_ = server_header("blocking");
+  Listeners listeners_;
+  std::uint16_t port_ = 0;
+  std::thread acceptor_;
+  std::vector<std::thread> workers_;
+  Sleeper sleeper_;
+
+  std::mutex mutex_;                // guards the three below
+  std::condition_variable ready_;
+  std::deque<Fd> queue_;            // accepted, waiting for a free worker
+  std::unordered_set<int> serving_; // fds a worker is serving now
+  bool stopping_ = false;
+
+  std::mutex stop_mutex_;
+  bool started_ = false;
+  bool stopped_ = false;
+  std::atomic<std::size_t> open_{0};
+};
+
+}  // namespace
+}  // namespace cm::blocking
+
+namespace cm::models {
+std::unique_ptr<Server> make_blocking(const ServerOptions& options) {
+  return std::make_unique<blocking::BlockingServer>(options);
+}
+}  // namespace cm::models
