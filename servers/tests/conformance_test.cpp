@@ -1,0 +1,415 @@
+// conformance_test.cpp -- every built model, through the same cases.
+//
+// Each test starts the model in process on port 0 and talks to it with a raw-socket client, so the
+// cases see exactly the bytes a real client would. A model joins the suite by being registered
+// (cmake/cm_models.cmake); nothing here names a model.
+//
+// Nothing here asserts a speed. Times appear only as lower bounds the spec demands (a /delay/{ms}
+// is never answered before {ms}) and as orderings (a /delay/0 is answered while a long delay is
+// still pending).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <future>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <regex>
+#include <thread>
+
+#include "cm/registry.hpp"
+#include "http_client.hpp"
+
+namespace cm::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (const auto& m : built_models()) names.emplace_back(m.name);
+  return names;
+}
+
+class Conformance : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { start_server(ServerOptions{}); }
+  void TearDown() override {
+    if (server_) server_->stop();
+  }
+
+  void start_server(ServerOptions options) {
+    if (server_) server_->stop();
+    options.host = "127.0.0.1";
+    options.port = 0;
+    server_ = make_server(GetParam(), options);
+    try {
+      server_->start();
+    } catch (const ModelUnavailable& e) {
+      server_.reset();
+      GTEST_SKIP() << GetParam() << " cannot run here: " << e.what();
+    }
+  }
+
+  std::uint16_t port() const { return server_->port(); }
+  Client connect() { return Client::connect(port()); }
+  std::string server_header() const { return "cm-" + GetParam(); }
+
+  /// One request on a fresh connection; fails the test if no response comes.
+  Response exchange(std::string_view request) {
+    Client c = connect();
+    EXPECT_TRUE(c.send(request));
+    auto r = c.read_response();
+    EXPECT_TRUE(r.has_value()) << "no response to: " << request.substr(0, 80);
+    return r.value_or(Response{});
+  }
+
+  /// Waits (bounded) until the server holds `n` connections or fewer; returns what it holds.
+  std::size_t wait_for_connections_at_most(std::size_t n, std::chrono::seconds limit = 10s) {
+    const auto deadline = Clock::now() + limit;
+    while (server_->open_connections() > n && Clock::now() < deadline) {
+      std::this_thread::sleep_for(10ms);
+    }
+    return server_->open_connections();
+  }
+
+  void expect_text(const Response& r, int status, std::string_view body) {
+    EXPECT_EQ(r.status, status);
+    EXPECT_EQ(r.body, body);
+    EXPECT_EQ(r.header("Content-Type"), "text/plain");
+  }
+
+  std::unique_ptr<Server> server_;
+};
+
+// --- every route and status ---------------------------------------------------------------------
+
+TEST_P(Conformance, PlaintextCarriesEveryRequiredHeader) {
+  const Response r = exchange(get_request("/plaintext"));
+  expect_text(r, 200, "Hello, World!");
+  EXPECT_EQ(r.version, "HTTP/1.1");
+  EXPECT_EQ(r.header("Content-Length"), "13");
+  EXPECT_EQ(r.header("Server"), server_header());
+  ASSERT_TRUE(r.header("Date").has_value());
+  EXPECT_TRUE(std::regex_match(*r.header("Date"),
+                               std::regex(R"([A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} )"
+                                          R"(\d{2}:\d{2}:\d{2} GMT)")))
+      << *r.header("Date");
+  EXPECT_EQ(r.count("Connection"), 0u) << "HTTP/1.1 keep-alive needs no Connection header";
+}
+
+TEST_P(Conformance, DelayAnswersItsValueNeverEarly) {
+  Client c = connect();
+  const auto sent = Clock::now();
+  ASSERT_TRUE(c.send(get_request("/delay/250")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  expect_text(*r, 200, "250");
+  EXPECT_GE(r->received_at - sent, 250ms);
+}
+
+TEST_P(Conformance, DelayNormalisesLeadingZeros) {
+  expect_text(exchange(get_request("/delay/007")), 200, "7");
+  expect_text(exchange(get_request("/delay/0000")), 200, "0");
+}
+
+TEST_P(Conformance, DelayRejectsWhatIsNotDecimalDigitsInRange) {
+  for (const char* bad : {"/delay/abc", "/delay/-5", "/delay/+5", "/delay/1.5", "/delay/",
+                          "/delay/60001", "/delay/99999999999999999999999999", "/delay/1e3",
+                          "/delay/%31", "/delay/5/6", "/delay"}) {
+    const Response r = exchange(get_request(bad));
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_EQ(r.header("Content-Type"), "text/plain") << bad;
+    EXPECT_FALSE(r.body.empty()) << bad;
+    EXPECT_EQ(std::count(r.body.begin(), r.body.end(), '\n'), 1) << "one line: " << r.body;
+  }
+  expect_text(exchange(get_request("/plaintext")), 200, "Hello, World!");  // still serving
+}
+
+TEST_P(Conformance, BlockAndCpuAnswerTheirValue) {
+  Client c = connect();
+  const auto sent = Clock::now();
+  ASSERT_TRUE(c.send(get_request("/block/50")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  expect_text(*r, 200, "50");
+  EXPECT_GE(r->received_at - sent, 50ms);
+
+  expect_text(exchange(get_request("/cpu/2000")), 200, "2000");
+  expect_text(exchange(get_request("/cpu/0")), 200, "0");
+  EXPECT_EQ(exchange(get_request("/cpu/1000001")).status, 400);
+  EXPECT_EQ(exchange(get_request("/block/60001")).status, 400);
+  EXPECT_EQ(exchange(get_request("/block/x")).status, 400);
+}
+
+TEST_P(Conformance, EchoReturnsTheBodyByteForByte) {
+  std::string body;
+  for (int i = 0; i < 256 * 40; ++i) body += static_cast<char>(i % 256);
+  const Response r = exchange(post_request("/echo", body));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.header("Content-Type"), "application/octet-stream");
+  EXPECT_EQ(r.body, body);
+  EXPECT_EQ(exchange(post_request("/echo", "")).body, "");
+}
+
+TEST_P(Conformance, EchoAcceptsAChunkedBody) {
+  const std::string request =
+      "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "5\r\nhello\r\n1;ext=1\r\n,\r\n6\r\n world\r\n0\r\nTrailer: yes\r\n\r\n";
+  const Response r = exchange(request);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "hello, world");
+}
+
+TEST_P(Conformance, EchoAcceptsExactlyTheBodyLimit) {
+  const std::string body(1024 * 1024, 'b');
+  const Response r = exchange(post_request("/echo", body));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body.size(), body.size());
+}
+
+TEST_P(Conformance, WrongMethodIs405WithAllow) {
+  Response r = exchange(post_request("/plaintext", "x"));
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.header("Allow"), "GET");
+  r = exchange(get_request("/echo"));
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.header("Allow"), "POST");
+  r = exchange("DELETE /delay/5 HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(r.status, 405);
+  EXPECT_EQ(r.header("Allow"), "GET");
+}
+
+TEST_P(Conformance, UnknownPathIs404) {
+  for (const char* path : {"/nope", "/", "/plaintext/", "/PLAINTEXT", "/delayed/5"}) {
+    EXPECT_EQ(exchange(get_request(path)).status, 404) << path;
+  }
+  EXPECT_EQ(exchange(get_request("/plaintext?x=1")).status, 200) << "the query is not the path";
+}
+
+// --- framing ----------------------------------------------------------------------------------
+
+TEST_P(Conformance, RequestSplitAtEveryByteOffset) {
+  const std::string requests[] = {
+      get_request("/delay/1", "User-Agent: split-test\r\n"),
+      post_request("/echo", "split body"),
+      "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+  };
+  const std::string expected[] = {"1", "split body", "abc"};
+  Client c = connect();
+  for (std::size_t k = 0; k < std::size(requests); ++k) {
+    const std::string& req = requests[k];
+    for (std::size_t offset = 1; offset < req.size(); ++offset) {
+      ASSERT_TRUE(c.send(std::string_view(req).substr(0, offset)));
+      std::this_thread::sleep_for(1ms);  // let the first part arrive (and be read) on its own
+      ASSERT_TRUE(c.send(std::string_view(req).substr(offset)));
+      auto r = c.read_response();
+      ASSERT_TRUE(r) << "request " << k << " split at " << offset;
+      ASSERT_EQ(r->status, 200) << "request " << k << " split at " << offset;
+      ASSERT_EQ(r->body, expected[k]) << "request " << k << " split at " << offset;
+    }
+  }
+}
+
+TEST_P(Conformance, RequestSentOneByteAtATime) {
+  const std::string req = post_request("/echo", "byte by byte");
+  Client c = connect();
+  for (char ch : req) ASSERT_TRUE(c.send(std::string_view(&ch, 1)));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "byte by byte");
+}
+
+TEST_P(Conformance, PipelinedRequestsAnsweredInOrder) {
+  Client c = connect();
+  ASSERT_TRUE(c.send(get_request("/delay/60") + get_request("/plaintext") +
+                     post_request("/echo", "third")));
+  auto first = c.read_response(), second = c.read_response(), third = c.read_response();
+  ASSERT_TRUE(first && second && third);
+  EXPECT_EQ(first->body, "60");
+  EXPECT_EQ(second->body, "Hello, World!");
+  EXPECT_EQ(third->body, "third");
+}
+
+TEST_P(Conformance, FiftyRequestsOnOneKeepAliveConnection) {
+  Client c = connect();
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(c.send(get_request("/delay/" + std::to_string(i % 3))));
+    auto r = c.read_response();
+    ASSERT_TRUE(r) << "request " << i;
+    EXPECT_EQ(r->body, std::to_string(i % 3));
+    EXPECT_EQ(r->count("Connection"), 0u);
+  }
+  EXPECT_FALSE(c.closed_by_peer(50ms));
+}
+
+TEST_P(Conformance, Http10ClosesByDefault) {
+  Client c = connect();
+  ASSERT_TRUE(c.send("GET /plaintext HTTP/1.0\r\n\r\n"));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->header("Connection"), "close");
+  EXPECT_TRUE(c.closed_by_peer());
+}
+
+TEST_P(Conformance, Http10KeepAliveWhenAsked) {
+  Client c = connect();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(c.send("GET /plaintext HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+    auto r = c.read_response();
+    ASSERT_TRUE(r) << "request " << i;
+    EXPECT_EQ(r->header("Connection"), "keep-alive");
+  }
+}
+
+TEST_P(Conformance, ConnectionCloseIsHonoured) {
+  Client c = connect();
+  ASSERT_TRUE(c.send(get_request("/delay/5", "Connection: close\r\n")));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->body, "5");
+  EXPECT_EQ(r->header("Connection"), "close");
+  EXPECT_TRUE(c.closed_by_peer());
+}
+
+// --- bad input: a clear error, then the server goes on ------------------------------------------
+
+TEST_P(Conformance, GarbageIs400ThenClose) {
+  for (const char* garbage :
+       {"HELLO\r\n\r\n", "GET / HTTP/9.9\r\n\r\n", "\x01\x02\x03\x04\r\n\r\n",
+        "GET /plaintext HTTP/1.1\r\nBad Header\r\n\r\n",
+        "POST /echo HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"}) {
+    Client c = connect();
+    ASSERT_TRUE(c.send(garbage));
+    auto r = c.read_response();
+    ASSERT_TRUE(r) << garbage;
+    EXPECT_EQ(r->status, 400) << garbage;
+    EXPECT_EQ(r->header("Connection"), "close");
+    EXPECT_TRUE(c.closed_by_peer()) << garbage;
+  }
+  expect_text(exchange(get_request("/plaintext")), 200, "Hello, World!");
+}
+
+TEST_P(Conformance, HugeHeaderIs431AndTheClientReceivesIt) {
+  Client c = connect();
+  const std::string request = "GET /plaintext HTTP/1.1\r\nHost: x\r\nX-Big: " +
+                              std::string(64 * 1024, 'a') + "\r\n\r\n";
+  ASSERT_TRUE(c.send(request));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 431);
+  EXPECT_EQ(r->header("Connection"), "close");
+  EXPECT_TRUE(c.closed_by_peer());
+  expect_text(exchange(get_request("/plaintext")), 200, "Hello, World!");
+}
+
+TEST_P(Conformance, HugeDeclaredBodyIs413BeforeTheBodyIsSent) {
+  Client c = connect();
+  ASSERT_TRUE(c.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 104857600\r\n\r\n"));
+  auto r = c.read_response();  // not one byte of the body was sent
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  EXPECT_EQ(r->header("Connection"), "close");
+  EXPECT_TRUE(c.closed_by_peer());
+}
+
+TEST_P(Conformance, ChunkedBodyOverTheLimitIs413) {
+  Client c = connect();
+  ASSERT_TRUE(c.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"));
+  const std::string chunk = "10000\r\n" + std::string(0x10000, 'c') + "\r\n";
+  std::optional<Response> r;
+  for (int i = 0; i < 17 && c.send(chunk); ++i) {
+  }
+  r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  EXPECT_TRUE(c.closed_by_peer());
+}
+
+TEST_P(Conformance, PartialHeadTimesOutWith408AndIdleConnectionIsClosed) {
+  ServerOptions options;
+  options.header_timeout = 300ms;
+  start_server(options);
+  if (!server_) return;
+  Client partial = connect();
+  Client idle = connect();
+  ASSERT_TRUE(partial.send("GET /plaintext HTTP/1.1\r\nHo"));
+  auto r = partial.read_response(5s);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 408);
+  EXPECT_TRUE(partial.closed_by_peer());
+  EXPECT_TRUE(idle.closed_by_peer()) << "an idle connection must not hold the server forever";
+}
+
+// --- waiting requests ---------------------------------------------------------------------------
+
+TEST_P(Conformance, ClientsLeavingMidDelayAreFreed) {
+  const std::size_t before = server_->open_connections();
+  {
+    std::vector<Client> leaving;
+    for (int i = 0; i < 20; ++i) {
+      leaving.push_back(connect());
+      ASSERT_TRUE(leaving.back().send(get_request("/delay/300")));
+    }
+    std::this_thread::sleep_for(50ms);  // the requests are parsed and waiting
+  }  // every client closes here, in the middle of its wait
+  expect_text(exchange(get_request("/plaintext")), 200, "Hello, World!");
+  EXPECT_EQ(wait_for_connections_at_most(before), before)
+      << "connections whose clients left are still held";
+  expect_text(exchange(get_request("/delay/1")), 200, "1");
+}
+
+TEST_P(Conformance, OverlappingRequestsEachGetTheirOwnDelay) {
+  // HttpArena's validation: 32 overlapping requests, 32 different delays. A delay kept anywhere
+  // but in the request (the server, the loop, a shared handler) is read back by the wrong one.
+  std::vector<int> delays(32);
+  std::iota(delays.begin(), delays.end(), 0);
+  for (int& d : delays) d = 40 + d * 13;
+  std::shuffle(delays.begin(), delays.end(), std::mt19937(42));
+  std::vector<Client> clients;
+  for (std::size_t i = 0; i < delays.size(); ++i) clients.push_back(connect());
+  std::vector<Clock::time_point> sent(delays.size());
+  for (std::size_t i = 0; i < delays.size(); ++i) {
+    sent[i] = Clock::now();
+    ASSERT_TRUE(clients[i].send(get_request("/delay/" + std::to_string(delays[i]))));
+  }
+  for (std::size_t i = 0; i < delays.size(); ++i) {
+    auto r = clients[i].read_response();
+    ASSERT_TRUE(r) << "delay " << delays[i];
+    expect_text(*r, 200, std::to_string(delays[i]));
+    EXPECT_GE(r->received_at - sent[i], std::chrono::milliseconds(delays[i]))
+        << "answered before its delay";
+  }
+}
+
+TEST_P(Conformance, DelayZeroIsAnsweredWhileALongDelayWaits) {
+  Client waiting = connect();
+  ASSERT_TRUE(waiting.send(get_request("/delay/3000")));
+  Client zero = connect();
+  ASSERT_TRUE(zero.send(get_request("/delay/0")));
+  auto r = zero.read_response(2500ms);
+  ASSERT_TRUE(r) << "/delay/0 must not wait behind another request's delay";
+  expect_text(*r, 200, "0");
+  EXPECT_FALSE(waiting.readable_now()) << "/delay/3000 answered early";
+}
+
+TEST_P(Conformance, StopEndsWaitingRequestsAndReturns) {
+  std::vector<Client> clients;
+  for (int i = 0; i < 10; ++i) {
+    clients.push_back(connect());
+    ASSERT_TRUE(clients.back().send(get_request("/delay/30000")));
+  }
+  ASSERT_TRUE(clients.back().send(get_request("/block/30000")));
+  std::this_thread::sleep_for(100ms);
+  server_->stop();  // must not wait the 30 s out (the test's timeout would catch it)
+  for (auto& c : clients) EXPECT_TRUE(c.closed_by_peer(5s));
+  EXPECT_EQ(server_->open_connections(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Conformance, ::testing::ValuesIn(model_names()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace cm::test
