@@ -1,0 +1,406 @@
+// load.cpp -- the run as a whole: check the options, set the process up (open-files limit,
+// source addresses), start one Worker per thread, time the phases, gather the figures.
+//
+// Phases: connect (every connection's first attempt ends, in bounded batches; requests start as
+// soon as each is open) -> warm-up (answers checked, not counted) -> measured window (an answer
+// counts if it completes inside it) -> stop (answers in flight are dropped, neither counted nor
+// errors). Errors are counted over every phase: an early answer in the warm-up is still a lie.
+
+#include "load.hpp"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cmath>
+#include <exception>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+
+#include "worker.hpp"
+
+namespace cm::load {
+namespace {
+
+/// Ports one (source, destination) pair can hold, from the kernel's ephemeral range, minus a
+/// margin for the ports other programs hold.
+unsigned ports_per_source() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  unsigned lo = 32768, hi = 60999;
+  in >> lo >> hi;
+  unsigned range = hi > lo ? hi - lo + 1 : 1;
+  return range > 2000 ? range - 1000 : range;
+}
+
+/// Raises the soft open-files limit to the hard one; returns the new soft limit.
+rlim_t raise_open_files_limit() {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+    ::getrlimit(RLIMIT_NOFILE, &rl);
+  }
+  return rl.rlim_cur;
+}
+
+sockaddr_in resolve(const UrlTemplate& url) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  int rc = ::getaddrinfo(url.host.c_str(), nullptr, &hints, &found);
+  if (rc != 0 || !found)
+    throw std::invalid_argument("cannot resolve '" + url.host + "' (IPv4): " + gai_strerror(rc));
+  sockaddr_in addr = *reinterpret_cast<const sockaddr_in*>(found->ai_addr);
+  ::freeaddrinfo(found);
+  addr.sin_port = htons(url.port);
+  return addr;
+}
+
+double cpu_seconds() {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  auto sec = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + tv.tv_usec / 1e6; };
+  return sec(ru.ru_utime) + sec(ru.ru_stime);
+}
+
+/// Sleeps until `deadline_ns` (monotonic), printing a progress line each second.
+class Progress {
+ public:
+  Progress(std::ostream* out, const std::vector<std::unique_ptr<Worker>>& workers,
+           unsigned connections)
+      : out_(out), workers_(workers), connections_(connections), last_ns_(now_ns()) {}
+
+  void sleep_until(std::int64_t deadline_ns, const char* phase, const Shared& shared) {
+    for (;;) {
+      std::int64_t now = now_ns();
+      if (now >= deadline_ns) return;
+      std::int64_t next_line = last_ns_ + 1'000'000'000;
+      std::int64_t until = std::min(deadline_ns, next_line);
+      std::this_thread::sleep_for(std::chrono::nanoseconds(until - now));
+      if (now_ns() >= next_line) line(phase, shared);
+    }
+  }
+
+  /// Total correct answers so far, over all workers.
+  std::uint64_t completed() const {
+    std::uint64_t n = 0;
+    for (const auto& w : workers_) n += w->live_completed.load(std::memory_order_relaxed);
+    return n;
+  }
+  unsigned open() const {
+    unsigned n = 0;
+    for (const auto& w : workers_) n += w->live_open.load(std::memory_order_relaxed);
+    return n;
+  }
+
+ private:
+  void line(const char* phase, const Shared& shared) {
+    std::int64_t now = now_ns();
+    std::uint64_t done = completed(), errors = 0;
+    for (const auto& w : workers_) errors += w->live_errors.load(std::memory_order_relaxed);
+    double rps = static_cast<double>(done - last_completed_) / ((now - last_ns_) / 1e9);
+    last_completed_ = done;
+    last_ns_ = now;
+    ++seconds_;
+    if (!out_) return;
+    *out_ << "cm-load " << std::setw(3) << seconds_ << "s " << std::left << std::setw(8) << phase
+          << std::right << " rps " << std::setw(9) << std::fixed << std::setprecision(0) << rps
+          << "  open " << open() << "/" << connections_ << "  errors " << errors;
+    if (std::string_view(phase) == "connect")
+      *out_ << "  connected " << shared.resolved.load() << "/" << connections_;
+    *out_ << std::endl;
+  }
+
+  std::ostream* out_;
+  const std::vector<std::unique_ptr<Worker>>& workers_;
+  unsigned connections_;
+  std::int64_t last_ns_;
+  std::uint64_t last_completed_ = 0;
+  unsigned seconds_ = 0;
+};
+
+}  // namespace
+
+DelayRange DelayRange::parse(std::string_view text) {
+  auto number = [&](std::string_view s) {
+    std::uint32_t v = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc{} || end != s.data() + s.size() || v > 60'000)
+      throw std::invalid_argument("bad --delay '" + std::string(text) +
+                                  "': want MS or MIN:MAX, whole milliseconds in 0..60000");
+    return v;
+  };
+  std::size_t colon = text.find(':');
+  DelayRange d;
+  d.min_ms = number(text.substr(0, colon));
+  d.max_ms = colon == std::string_view::npos ? d.min_ms : number(text.substr(colon + 1));
+  if (d.min_ms > d.max_ms)
+    throw std::invalid_argument("bad --delay '" + std::string(text) + "': MIN is above MAX");
+  return d;
+}
+
+void ErrorCounts::add(const ErrorCounts& o) {
+  connect += o.connect;
+  reset += o.reset;
+  timeout += o.timeout;
+  status += o.status;
+  body += o.body;
+  early += o.early;
+}
+
+Result run(const Options& options) {
+  // --- check what was asked -------------------------------------------------------------------
+  UrlTemplate url = UrlTemplate::parse(options.url);
+  if (options.connections == 0) throw std::invalid_argument("--connections must be at least 1");
+  if (options.threads == 0) throw std::invalid_argument("--threads must be at least 1");
+  if (!(options.duration_s > 0)) throw std::invalid_argument("--duration must be above 0");
+  if (!(options.warmup_s >= 0)) throw std::invalid_argument("--warmup must be 0 or more");
+  if (options.timeout.count() <= 0) throw std::invalid_argument("--timeout must be above 0");
+  if (url.has_ms && !options.delay)
+    throw std::invalid_argument("the URL holds {ms}: say which delay with --delay MS or MIN:MAX");
+  if (!url.has_ms && options.delay)
+    throw std::invalid_argument("--delay needs a URL holding {ms}, e.g. http://127.0.0.1:8080/delay/{ms}");
+
+  Target target;
+  target.url = url;
+  target.delay = options.delay;
+  target.server = resolve(url);
+  target.expect = default_expectation(url);
+  if (options.expect_body) {
+    target.expect.body = options.expect_body;
+    target.expect.body_is_delay = false;
+  }
+  if (options.min_latency_ms) {
+    target.expect.min_latency_ms = *options.min_latency_ms;
+    target.expect.min_latency_is_delay = false;
+  }
+  target.expect_status = options.expect_status;
+  target.timeout_ns = static_cast<std::int64_t>(options.timeout.count()) * 1'000'000;
+
+  unsigned threads = std::min(options.threads, options.connections);
+  raise_open_files_limit();
+
+  // --- source addresses: each 127.0.0.x holds ~28,000 connections to one server port --------
+  bool loopback = (ntohl(target.server.sin_addr.s_addr) >> 24) == 127;
+  unsigned sources = options.source_addresses;
+  if (sources == 0) {
+    unsigned per = ports_per_source();
+    sources = loopback ? (options.connections + per - 1) / per : 1;
+  }
+  if (sources > 254) throw std::invalid_argument("--source-addresses must be in 1..254");
+  if (sources > 1 && !loopback)
+    throw std::invalid_argument("several source addresses are only for 127.0.0.x targets");
+  if (sources > 1) {
+    for (unsigned i = 1; i <= sources; ++i) {
+      in_addr a{};
+      a.s_addr = htonl((127u << 24) | i);
+      target.sources.push_back(a);
+    }
+  }
+
+  // --- start the workers -----------------------------------------------------------------------
+  Shared shared;
+  shared.stop_event.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!shared.stop_event) throw std::system_error(errno, std::generic_category(), "eventfd");
+
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (unsigned t = 0, first = 0; t < threads; ++t) {
+    unsigned count = options.connections / threads + (t < options.connections % threads ? 1 : 0);
+    workers.push_back(std::make_unique<Worker>(target, shared, first, count));
+    first += count;
+  }
+  std::vector<std::exception_ptr> failures(threads);
+  std::atomic<bool> any_failure{false};  // set after failures[t] is written
+  std::vector<std::thread> loops;
+  auto stop_and_join = [&] {
+    shared.stop.store(true);
+    std::uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(shared.stop_event.get(), &one, sizeof one);
+    for (auto& t : loops) t.join();
+    loops.clear();
+  };
+  // NOTE: the threads reference the locals above; whatever leaves this scope joins them first.
+  struct JoinGuard {
+    decltype(stop_and_join)& stop;
+    ~JoinGuard() { stop(); }
+  } join_guard{stop_and_join};
+  auto stop_all = [&] {
+    stop_and_join();
+    for (auto& f : failures)
+      if (f) std::rethrow_exception(f);
+  };
+  for (unsigned t = 0; t < threads; ++t) {
+    loops.emplace_back([&, t] {
+      try {
+        workers[t]->run();
+      } catch (...) {
+        failures[t] = std::current_exception();
+        any_failure.store(true);
+      }
+    });
+  }
+
+  // --- time the phases -------------------------------------------------------------------------
+  Progress progress(options.progress ? options.log : nullptr, workers, options.connections);
+  double cpu_at_start = cpu_seconds();
+  while (shared.resolved.load() < options.connections) {
+    progress.sleep_until(now_ns() + 10'000'000, "connect", shared);
+    if (any_failure.load()) stop_all();
+  }
+
+  Result result;
+  result.url = options.url;
+  result.threads = threads;
+  result.connections_requested = options.connections;
+  result.source_addresses = sources;
+  result.delay = options.delay;
+  result.warmup_s = options.warmup_s;
+  result.duration_s = options.duration_s;
+  auto gather_failures = [&] {
+    for (const auto& w : workers)
+      for (const auto& [reason, n] : w->connect_failures()) result.connect_failures[reason] += n;
+  };
+
+  unsigned opened = progress.open();
+  if (opened == 0) {
+    stop_all();
+    gather_failures();
+    for (const auto& w : workers) result.errors.add(w->errors);
+    result.duration_s = 0;
+    if (options.log) *options.log << connection_line(result) << std::endl;
+    return result;
+  }
+  {
+    Result first;  // the connect line, before the run goes on
+    first.connections_requested = options.connections;
+    first.connections_open = opened;
+    first.source_addresses = sources;
+    for (const auto& w : workers)
+      for (const auto& [reason, n] : w->connect_failures()) first.connect_failures[reason] += n;
+    if (options.log) *options.log << connection_line(first) << std::endl;
+  }
+
+  std::int64_t start = now_ns() + static_cast<std::int64_t>(options.warmup_s * 1e9);
+  std::int64_t end = start + static_cast<std::int64_t>(options.duration_s * 1e9);
+  shared.window_start_ns.store(start);
+  shared.window_end_ns.store(end);
+  progress.sleep_until(start, "warmup", shared);
+  double cpu_window_start = cpu_seconds();
+  progress.sleep_until(end, "run", shared);
+  double cpu_window_end = cpu_seconds();
+  result.connections_open = progress.open();
+  stop_all();
+
+  // --- gather ----------------------------------------------------------------------------------
+  gather_failures();
+  for (const auto& w : workers) {
+    result.requests += w->requests_in_window;
+    result.responses_total += w->live_completed.load();
+    result.reconnects += w->reconnects;
+    result.errors.add(w->errors);
+    result.latency_us.merge(w->latency_us);
+    result.overshoot_us.merge(w->overshoot_us);
+  }
+  result.client_cpu_s = cpu_window_end - cpu_window_start;
+  result.client_cpu_total_s = cpu_seconds() - cpu_at_start;
+  return result;
+}
+
+nlohmann::json to_json(const Result& r) {
+  auto histogram = [](const Histogram& h) {
+    return nlohmann::json{{"mean", h.mean()},
+                          {"p50", h.percentile(0.50)},
+                          {"p90", h.percentile(0.90)},
+                          {"p99", h.percentile(0.99)},
+                          {"p999", h.percentile(0.999)},
+                          {"max", h.max()}};
+  };
+  nlohmann::json failures = nlohmann::json::object();
+  for (const auto& [reason, n] : r.connect_failures) failures[reason] = n;
+  nlohmann::json delay = nullptr;
+  if (r.delay) delay = {{"min", r.delay->min_ms}, {"max", r.delay->max_ms}, {"mean", r.delay->mean()}};
+  return {
+      {"tool", "cm-load"},
+      {"url", r.url},
+      {"threads", r.threads},
+      {"connections_requested", r.connections_requested},
+      {"connections_open", r.connections_open},
+      {"connect_failures", failures},
+      {"source_addresses", r.source_addresses},
+      {"delay_ms", delay},
+      {"warmup_s", r.warmup_s},
+      {"duration_s", r.duration_s},
+      {"requests", r.requests},
+      {"responses_total", r.responses_total},
+      {"rps", r.rps()},
+      {"reconnects", r.reconnects},
+      {"errors",
+       {{"connect", r.errors.connect},
+        {"reset", r.errors.reset},
+        {"timeout", r.errors.timeout},
+        {"status", r.errors.status},
+        {"body", r.errors.body},
+        {"early", r.errors.early}}},
+      {"errors_total", r.errors.total()},
+      {"latency_us", histogram(r.latency_us)},
+      {"overshoot_us", histogram(r.overshoot_us)},
+      {"client_cpu_s", r.client_cpu_s},
+      {"client_cpu_total_s", r.client_cpu_total_s},
+  };
+}
+
+std::string connection_line(const Result& r) {
+  std::ostringstream s;
+  s << "cm-load: opened " << r.connections_open << " of " << r.connections_requested
+    << " connections";
+  if (r.source_addresses > 1) s << " from 127.0.0.1-" << r.source_addresses;
+  if (r.connect_failures.empty()) {
+    s << "; none failed";
+  } else {
+    s << "; failed:";
+    for (const auto& [reason, n] : r.connect_failures) s << " " << reason << " x" << n;
+  }
+  return s.str();
+}
+
+void print_summary(std::ostream& out, const Result& r) {
+  auto ms = [](std::uint64_t us) {
+    std::ostringstream s;
+    s << std::fixed << std::setprecision(us < 10'000 ? 3 : 1) << us / 1000.0 << " ms";
+    return s.str();
+  };
+  out << "cm-load " << r.url;
+  if (r.delay) out << "  delay " << r.delay->min_ms << (r.delay->min_ms == r.delay->max_ms ? "" : ":" + std::to_string(r.delay->max_ms)) << " ms";
+  out << "\n  " << r.connections_open << "/" << r.connections_requested << " connections, "
+      << r.threads << " threads, " << r.warmup_s << " s warm-up, " << r.duration_s
+      << " s measured\n";
+  out << "  requests " << r.requests << "   rps " << std::fixed << std::setprecision(1) << r.rps()
+      << "   client CPU " << std::setprecision(2) << r.client_cpu_s << " s\n";
+  out << "  " << std::left << std::setw(10) << "" << std::right;
+  for (const char* h : {"mean", "p50", "p90", "p99", "p99.9", "max"}) out << std::setw(12) << h;
+  out << "\n";
+  for (auto [name, h] : {std::pair{"latency", &r.latency_us}, std::pair{"overshoot", &r.overshoot_us}}) {
+    out << "  " << std::left << std::setw(10) << name << std::right;
+    out << std::setw(12) << ms(static_cast<std::uint64_t>(std::llround(h->mean())));
+    for (double q : {0.5, 0.9, 0.99, 0.999}) out << std::setw(12) << ms(h->percentile(q));
+    out << std::setw(12) << ms(h->max()) << "\n";
+  }
+  out << "  errors " << r.errors.total() << " (connect " << r.errors.connect << ", reset "
+      << r.errors.reset << ", timeout " << r.errors.timeout << ", status " << r.errors.status
+      << ", body " << r.errors.body << ", early " << r.errors.early << ")";
+  if (r.reconnects) out << ", reconnects " << r.reconnects;
+  out << "\n";
+  if (!r.connect_failures.empty()) out << "  " << connection_line(r) << "\n";
+  out.flush();
+}
+
+}  // namespace cm::load

@@ -1,0 +1,95 @@
+#pragma once
+/// \file load.hpp
+/// cm-load as a library: run() drives a closed-loop load against one URL and checks every
+/// answer; main.cpp only turns the command line into Options and the Result into text and JSON.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "histogram.hpp"
+
+namespace cm::load {
+
+/// The delay substituted for `{ms}`: fixed (min == max) or uniform per request in [min, max].
+struct DelayRange {
+  std::uint32_t min_ms = 0;
+  std::uint32_t max_ms = 0;
+  /// Parses "10" or "10:90". Throws std::invalid_argument with a one-line reason.
+  static DelayRange parse(std::string_view text);
+  double mean() const { return (static_cast<double>(min_ms) + max_ms) / 2.0; }
+};
+
+/// What to run. Defaults are the command line's.
+struct Options {
+  std::string url;                           ///< http://HOST:PORT/path, may hold {ms}
+  unsigned connections = 100;                ///< held for the whole run
+  unsigned threads = 1;                      ///< client event loops
+  std::optional<DelayRange> delay;           ///< required when the URL has {ms}
+  double duration_s = 10;                    ///< measured window
+  double warmup_s = 2;                       ///< before the window, not counted
+  std::chrono::milliseconds timeout{10'000}; ///< unanswered this long: a timeout error
+  int expect_status = 200;
+  std::optional<std::string> expect_body;    ///< nullopt: the URL's default (url_template.hpp)
+  std::optional<std::uint64_t> min_latency_ms;  ///< nullopt: the URL's default
+  unsigned source_addresses = 0;             ///< 0 = auto: as many 127.0.0.x as the ports need
+  std::ostream* log = nullptr;               ///< the connect line goes here (nullptr: silent)
+  bool progress = false;                     ///< and a progress line each second
+};
+
+/// Errors by kind. Each failed answer counts once, under the first check it fails, in the order
+/// status, body, early. A response that is not HTTP counts as `status`.
+struct ErrorCounts {
+  std::uint64_t connect = 0;  ///< a connection could not be opened (or reopened)
+  std::uint64_t reset = 0;    ///< the server closed or reset a connection it had not said it would
+  std::uint64_t timeout = 0;  ///< no complete answer within --timeout
+  std::uint64_t status = 0;   ///< a status other than the expected one, or not HTTP at all
+  std::uint64_t body = 0;     ///< a body other than the expected one
+  std::uint64_t early = 0;    ///< answered before its own delay: a violation, never a fast result
+  std::uint64_t total() const { return connect + reset + timeout + status + body + early; }
+  void add(const ErrorCounts& o);
+};
+
+/// What a run measured.
+struct Result {
+  std::string url;
+  unsigned threads = 0;
+  unsigned connections_requested = 0;
+  unsigned connections_open = 0;    ///< connected at the end of the measured window
+  unsigned source_addresses = 1;    ///< 127.0.0.1 .. 127.0.0.N used as source addresses
+  std::map<std::string, std::uint64_t> connect_failures;  ///< "ECONNREFUSED", "timeout", ...
+  std::optional<DelayRange> delay;
+  double warmup_s = 0;
+  double duration_s = 0;            ///< the measured window
+  std::uint64_t requests = 0;       ///< correct answers completed inside the window
+  std::uint64_t responses_total = 0;  ///< correct answers over the whole run, warm-up included
+  std::uint64_t reconnects = 0;     ///< connections reopened after a close, reset or timeout
+  ErrorCounts errors;               ///< over the whole run, warm-up included
+  Histogram latency_us;             ///< correct answers inside the window
+  Histogram overshoot_us;           ///< latency - the least latency allowed (the delay)
+  double client_cpu_s = 0;          ///< cm-load's user+system CPU during the window
+  double client_cpu_total_s = 0;    ///< ... during the whole run
+  double rps() const { return duration_s > 0 ? static_cast<double>(requests) / duration_s : 0; }
+};
+
+/// Runs the load described by `options`: opens the connections (in bounded batches), runs the
+/// warm-up, then the measured window, then closes everything. Throws std::invalid_argument for
+/// options that make no sense, std::system_error when the client itself cannot be set up.
+/// Failures to connect are not thrown: they are in Result (connections_open may be 0).
+Result run(const Options& options);
+
+/// The JSON of the contract (README.md): every key always present, numbers not strings.
+nlohmann::json to_json(const Result& result);
+
+/// The human summary printed at the end.
+void print_summary(std::ostream& out, const Result& result);
+
+/// One line for stderr: "opened 98 of 100 connections; failed: ECONNREFUSED x2".
+std::string connection_line(const Result& result);
+
+}  // namespace cm::load

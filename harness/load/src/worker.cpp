@@ -1,0 +1,404 @@
+// worker.cpp -- one client event loop: connect, send, parse, check, repeat.
+//
+// Each connection is a small state machine driven by level-triggered epoll events:
+//
+//   idle --start_connect--> connecting --(writable, SO_ERROR 0)--> open: send a request
+//   open: readable -> parse; a complete answer is checked, then the next request is sent at once
+//   a close, reset, timeout or unparsable answer -> closed and reconnected (counted)
+//
+// The loop only ever waits for readability, except while a connect is in progress or a request
+// could not be written whole (both rare), so an answered request costs one read and one write.
+// Time is read from the vDSO clock once per read and once per write.
+
+#include "worker.hpp"
+
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cerrno>
+#include <system_error>
+
+#include "cm/net.hpp"
+
+namespace cm::load {
+namespace {
+
+/// Connects in flight per worker: enough to open thousands of connections in well under a
+/// second on loopback, few enough not to overflow the server's SYN and accept backlogs.
+constexpr unsigned kConnectBatch = 64;
+/// Events taken from epoll at once.
+constexpr int kMaxEvents = 256;
+/// Timeouts are checked this often (ms).
+constexpr int kScanIntervalMs = 50;
+/// A body longer than any expected one is a wrong body; we keep at most this much of it.
+constexpr std::size_t kMaxBodyKept = 256;
+/// epoll user data of the stop event (slots are indices, far below this).
+constexpr std::uint64_t kStopToken = UINT64_MAX;
+
+}  // namespace
+
+std::int64_t now_ns() noexcept {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::string errno_name(int err) {
+  const char* name = strerrorname_np(err);
+  return name ? name : "errno " + std::to_string(err);
+}
+
+/// One client connection. Lives in Worker::connections_ for the whole run; only its fd changes.
+struct Worker::Connection {
+  enum class State { idle, connecting, open, dead };
+
+  unsigned slot = 0;             ///< index in connections_ (and epoll user data)
+  State state = State::idle;
+  cm::Fd fd;
+  bool first_attempt = true;     ///< its first connect has not ended yet (Shared::resolved)
+  llhttp_t parser{};
+  // The request in flight.
+  std::string request;           ///< its bytes when the URL has {ms} (else fixed_request_)
+  std::string_view out;          ///< what remains to write of it
+  bool awaiting = false;         ///< a request was written (at least its first byte)
+  bool want_write = false;       ///< EPOLLOUT is in its epoll set (part of a request is left)
+  std::int64_t started_ns = 0;   ///< connect start, then the first byte of the request written
+  std::uint32_t delay_ms = 0;    ///< this request's {ms}
+  // The answer being parsed (filled by the llhttp callbacks).
+  std::string body;
+  bool body_too_long = false;
+  bool complete = false;
+  bool keep_alive = true;
+  int status = 0;
+};
+
+namespace {
+
+Worker::Connection* of(llhttp_t* p) { return static_cast<Worker::Connection*>(p->data); }
+
+int on_message_begin(llhttp_t* p) {
+  auto* c = of(p);
+  c->body.clear();
+  c->body_too_long = false;
+  c->complete = false;
+  return 0;
+}
+
+int on_body(llhttp_t* p, const char* at, std::size_t length) {
+  auto* c = of(p);
+  if (c->body.size() + length > kMaxBodyKept) {
+    c->body_too_long = true;
+  } else {
+    c->body.append(at, length);
+  }
+  return 0;
+}
+
+int on_message_complete(llhttp_t* p) {
+  auto* c = of(p);
+  c->complete = true;
+  c->status = p->status_code;
+  c->keep_alive = llhttp_should_keep_alive(p) != 0;
+  return HPE_PAUSED;  // stop at the end of this answer: anything after it was never asked for
+}
+
+const llhttp_settings_t& parser_settings() {
+  static const llhttp_settings_t settings = [] {
+    llhttp_settings_t s;
+    llhttp_settings_init(&s);
+    s.on_message_begin = on_message_begin;
+    s.on_body = on_body;
+    s.on_message_complete = on_message_complete;
+    return s;
+  }();
+  return settings;
+}
+
+}  // namespace
+
+Worker::Worker(const Target& target, Shared& shared, unsigned first_slot, unsigned count)
+    : target_(target),
+      shared_(shared),
+      connections_(count),
+      first_slot_(first_slot),
+      rng_(0x9e3779b9u ^ first_slot),
+      read_buffer_(64 * 1024) {
+  for (unsigned i = 0; i < count; ++i) connections_[i].slot = i;
+  if (!target.url.has_ms) {
+    fixed_request_ = "GET " + target.url.path(0) + " HTTP/1.1\r\nHost: " +
+                     target.url.authority() + "\r\n\r\n";
+  }
+}
+
+Worker::~Worker() = default;
+
+std::map<std::string, std::uint64_t> Worker::connect_failures() const {
+  std::lock_guard lock(failures_mutex_);
+  return connect_failures_;
+}
+
+void Worker::count_error(std::uint64_t ErrorCounts::*kind) {
+  ++(errors.*kind);
+  live_errors.store(live_errors.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+void Worker::run() {
+  epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
+  if (!epoll_) throw std::system_error(errno, std::generic_category(), "epoll_create1");
+  epoll_event stop_ev{};
+  stop_ev.events = EPOLLIN;
+  stop_ev.data.u64 = kStopToken;
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, shared_.stop_event.get(), &stop_ev) != 0)
+    throw std::system_error(errno, std::generic_category(), "epoll_ctl(stop event)");
+
+  // Connect in slot order: the queue is taken from the back.
+  for (unsigned i = static_cast<unsigned>(connections_.size()); i-- > 0;)
+    connect_queue_.push_back(i);
+  pump_connects();
+
+  epoll_event events[kMaxEvents];
+  std::int64_t next_scan = now_ns() + kScanIntervalMs * 1'000'000LL;
+  while (!shared_.stop.load(std::memory_order_relaxed)) {
+    int n = ::epoll_wait(epoll_.get(), events, kMaxEvents, kScanIntervalMs);
+    if (n < 0 && errno != EINTR) throw std::system_error(errno, std::generic_category(), "epoll_wait");
+    for (int i = 0; i < n; ++i) {
+      if (events[i].data.u64 == kStopToken) continue;  // the loop condition sees stop
+      Connection& c = connections_[events[i].data.u64];
+      if (c.state == Connection::State::connecting) {
+        on_connect_ready(c);
+      } else if (c.state == Connection::State::open) {
+        if (events[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) on_readable(c);
+        if (c.state == Connection::State::open && (events[i].events & EPOLLOUT)) flush(c);
+      }
+    }
+    std::int64_t now = now_ns();
+    if (now >= next_scan) {
+      check_timeouts(now);
+      next_scan = now + kScanIntervalMs * 1'000'000LL;
+    }
+    pump_connects();
+  }
+  // Every fd closes with connections_ (RAII); answers in flight are neither counted nor errors.
+}
+
+void Worker::pump_connects() {
+  while (connecting_ < kConnectBatch && !connect_queue_.empty() &&
+         !shared_.stop.load(std::memory_order_relaxed)) {
+    unsigned slot = connect_queue_.back();
+    connect_queue_.pop_back();
+    start_connect(connections_[slot]);
+  }
+}
+
+void Worker::start_connect(Connection& c) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return connect_failed(c, errno_name(errno));
+  c.fd.reset(fd);
+  cm::set_nodelay(fd);
+  if (!target_.sources.empty()) {
+    // Pick the source address, but let connect() pick the port: with IP_BIND_ADDRESS_NO_PORT a
+    // port is only reserved for the whole 4-tuple, so each source address adds ~28,000 ports.
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+    sockaddr_in src{};
+    src.sin_family = AF_INET;
+    src.sin_addr = target_.sources[(first_slot_ + c.slot) % target_.sources.size()];
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&src), sizeof src) != 0)
+      return connect_failed(c, errno_name(errno));
+  }
+  llhttp_init(&c.parser, HTTP_RESPONSE, &parser_settings());
+  c.parser.data = &c;
+  c.awaiting = false;
+  c.started_ns = now_ns();
+  int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&target_.server), sizeof target_.server);
+  if (rc != 0 && errno != EINPROGRESS) return connect_failed(c, errno_name(errno));
+  c.state = Connection::State::connecting;
+  ++connecting_;
+  epoll_event ev{};
+  ev.events = EPOLLOUT;  // writable = the connect ended, either way
+  ev.data.u64 = c.slot;
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev) != 0)
+    return connect_failed(c, errno_name(errno));
+}
+
+void Worker::on_connect_ready(Connection& c) {
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (::getsockopt(c.fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+  if (err != 0) return connect_failed(c, errno_name(err));
+  --connecting_;
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = c.slot;
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, c.fd.get(), &ev);
+  c.state = Connection::State::open;
+  c.want_write = false;
+  live_open.store(live_open.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  if (c.first_attempt) {
+    c.first_attempt = false;
+    shared_.resolved.fetch_add(1, std::memory_order_relaxed);
+  }
+  send_request(c, now_ns());
+}
+
+void Worker::connect_failed(Connection& c, const std::string& reason) {
+  // A slot that cannot connect stays closed: retrying EMFILE or EADDRNOTAVAIL would only spin.
+  if (c.state == Connection::State::connecting) --connecting_;
+  c.fd.reset();
+  c.state = Connection::State::dead;
+  {
+    std::lock_guard lock(failures_mutex_);
+    ++connect_failures_[reason];
+  }
+  count_error(&ErrorCounts::connect);
+  if (c.first_attempt) {
+    c.first_attempt = false;
+    shared_.resolved.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+void Worker::send_request(Connection& c, std::int64_t now) {
+  if (target_.url.has_ms) {
+    const DelayRange& d = *target_.delay;
+    c.delay_ms = d.min_ms == d.max_ms
+                     ? d.min_ms
+                     : std::uniform_int_distribution<std::uint32_t>(d.min_ms, d.max_ms)(rng_);
+    // Rebuilt in place: the string keeps its capacity, so no allocation after the first.
+    c.request.assign("GET ");
+    c.request.append(target_.url.path_prefix);
+    c.request.append(std::to_string(c.delay_ms));
+    c.request.append(target_.url.path_suffix);
+    c.request.append(" HTTP/1.1\r\nHost: ");
+    c.request.append(target_.url.authority());
+    c.request.append("\r\n\r\n");
+    c.out = c.request;
+  } else {
+    c.out = fixed_request_;
+  }
+  c.started_ns = now;
+  c.awaiting = true;
+  flush(c);
+}
+
+void Worker::flush(Connection& c) {
+  ssize_t n = ::send(c.fd.get(), c.out.data(), c.out.size(), MSG_NOSIGNAL);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK) n = 0;
+    else {
+      count_error(&ErrorCounts::reset);
+      return reconnect(c);
+    }
+  }
+  c.out.remove_prefix(static_cast<std::size_t>(n));
+  // Wait for writability only while part of a request is left (rare: requests are small).
+  bool want_write = !c.out.empty();
+  if (want_write != c.want_write) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | (want_write ? static_cast<unsigned>(EPOLLOUT) : 0u);
+    ev.data.u64 = c.slot;
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, c.fd.get(), &ev);
+    c.want_write = want_write;
+  }
+}
+
+void Worker::on_readable(Connection& c) {
+  ssize_t n = ::read(c.fd.get(), read_buffer_.data(), read_buffer_.size());
+  std::int64_t now = now_ns();  // the last byte of the answer, if this read completes it
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+    count_error(&ErrorCounts::reset);
+    return reconnect(c);
+  }
+  if (n == 0) {
+    // End of stream. An answer delimited by the close completes here; else the server dropped
+    // a request we were waiting on (we always have one in flight), which is a reset.
+    if (c.awaiting && llhttp_finish(&c.parser) == HPE_OK && c.complete) {
+      on_response(c, now);
+      if (c.state != Connection::State::open) return;
+    }
+    count_error(&ErrorCounts::reset);
+    return reconnect(c);
+  }
+  const char* data = read_buffer_.data();
+  llhttp_errno_t rc = llhttp_execute(&c.parser, data, static_cast<std::size_t>(n));
+  if (rc == HPE_OK) return;  // more to come
+  if (rc == HPE_PAUSED && c.awaiting && c.out.empty()) {
+    const char* end = llhttp_get_error_pos(&c.parser);
+    llhttp_resume(&c.parser);
+    if (end == data + n) return on_response(c, now);
+  }
+  // Not HTTP, an answer nobody asked for, or bytes after the answer: the stream is lost.
+  count_error(&ErrorCounts::status);
+  reconnect(c);
+}
+
+void Worker::on_response(Connection& c, std::int64_t now) {
+  c.awaiting = false;
+  std::int64_t latency_ns = now - c.started_ns;
+  std::uint64_t least_ms = target_.expect.min_latency_is_delay ? c.delay_ms
+                                                               : target_.expect.min_latency_ms;
+  std::int64_t least_ns = static_cast<std::int64_t>(least_ms) * 1'000'000;
+
+  bool body_ok = true;
+  if (target_.expect.body_is_delay) {
+    char digits[16];
+    auto [end, ec] = std::to_chars(digits, digits + sizeof digits, c.delay_ms);
+    body_ok = !c.body_too_long && c.body == std::string_view(digits, end);
+  } else if (target_.expect.body) {
+    body_ok = !c.body_too_long && c.body == *target_.expect.body;
+  }
+
+  if (c.status != target_.expect_status) {
+    count_error(&ErrorCounts::status);
+  } else if (!body_ok) {
+    count_error(&ErrorCounts::body);
+  } else if (latency_ns < least_ns) {
+    count_error(&ErrorCounts::early);
+  } else {
+    live_completed.store(live_completed.load(std::memory_order_relaxed) + 1,
+                         std::memory_order_relaxed);
+    if (now >= shared_.window_start_ns.load(std::memory_order_relaxed) &&
+        now < shared_.window_end_ns.load(std::memory_order_relaxed)) {
+      ++requests_in_window;
+      latency_us.record(static_cast<std::uint64_t>(latency_ns / 1000));
+      overshoot_us.record(static_cast<std::uint64_t>((latency_ns - least_ns) / 1000));
+    }
+  }
+
+  if (!c.keep_alive) return reconnect(c);  // the server said it would close: not an error
+  send_request(c, now_ns());
+}
+
+void Worker::close_connection(Connection& c) {
+  if (c.state == Connection::State::open)
+    live_open.store(live_open.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  c.fd.reset();  // closing the fd also takes it out of the epoll set
+  c.state = Connection::State::idle;
+  c.awaiting = false;
+}
+
+void Worker::reconnect(Connection& c) {
+  close_connection(c);
+  ++reconnects;
+  connect_queue_.push_back(c.slot);
+}
+
+void Worker::check_timeouts(std::int64_t now) {
+  for (Connection& c : connections_) {
+    if (now - c.started_ns <= target_.timeout_ns) continue;
+    if (c.state == Connection::State::connecting) {
+      connect_failed(c, "timeout");
+    } else if (c.state == Connection::State::open && c.awaiting) {
+      count_error(&ErrorCounts::timeout);
+      reconnect(c);
+    }
+  }
+}
+
+}  // namespace cm::load

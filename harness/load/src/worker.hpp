@@ -1,0 +1,114 @@
+#pragma once
+/// \file worker.hpp
+/// One client thread: an epoll loop that owns a slice of the connections, keeps one request in
+/// flight on each, and checks every answer. Internal to cm-load (load.cpp drives the workers).
+
+#include <llhttp.h>
+#include <netinet/in.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cm/fd.hpp"
+#include "histogram.hpp"
+#include "load.hpp"
+#include "url_template.hpp"
+
+namespace cm::load {
+
+/// What every worker sends and expects; read-only once the workers start.
+struct Target {
+  sockaddr_in server{};              ///< where to connect
+  std::vector<in_addr> sources;      ///< source addresses to bind, round robin (empty: any)
+  UrlTemplate url;
+  std::optional<DelayRange> delay;   ///< set iff url.has_ms
+  Expectation expect;
+  int expect_status = 200;
+  std::int64_t timeout_ns = 0;
+};
+
+/// State shared by the main thread and the workers.
+struct Shared {
+  std::atomic<bool> stop{false};
+  /// The measured window, monotonic ns; an answer counts when it completes inside it.
+  std::atomic<std::int64_t> window_start_ns{INT64_MAX};
+  std::atomic<std::int64_t> window_end_ns{INT64_MAX};
+  /// First connection attempts that ended, connected or failed (the connect phase is over when
+  /// this reaches the number of connections asked for).
+  std::atomic<unsigned> resolved{0};
+  /// Readable once stop is set: every worker's epoll watches it, so they all wake at once.
+  cm::Fd stop_event;
+};
+
+/// Monotonic clock in nanoseconds.
+std::int64_t now_ns() noexcept;
+
+/// The name of an errno value ("ECONNREFUSED"), for the connect failure report.
+std::string errno_name(int err);
+
+/// One event loop over `count` connections (slots first_slot .. first_slot + count - 1).
+class Worker {
+ public:
+  Worker(const Target& target, Shared& shared, unsigned first_slot, unsigned count);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  /// Opens the connections and runs until shared.stop. Throws std::system_error if the loop
+  /// itself cannot be set up; everything that goes wrong with a connection is counted instead.
+  void run();
+
+  // Live counters, written by this worker only, read by the progress line (relaxed).
+  std::atomic<std::uint64_t> live_completed{0};  ///< correct answers so far, warm-up included
+  std::atomic<std::uint64_t> live_errors{0};     ///< errors so far
+  std::atomic<unsigned> live_open{0};            ///< connections connected now
+
+  // Final figures, read by the main thread after run() returned.
+  std::uint64_t requests_in_window = 0;
+  std::uint64_t reconnects = 0;
+  ErrorCounts errors;
+  /// Why connects failed, by reason; safe to call while the worker runs.
+  std::map<std::string, std::uint64_t> connect_failures() const;
+  Histogram latency_us;
+  Histogram overshoot_us;
+
+  /// One connection's state (defined in worker.cpp; public for the llhttp callbacks there).
+  struct Connection;
+
+ private:
+
+  void start_connect(Connection& c);
+  void on_connect_ready(Connection& c);
+  void connect_failed(Connection& c, const std::string& reason);
+  void send_request(Connection& c, std::int64_t now);
+  void flush(Connection& c);
+  void on_readable(Connection& c);
+  void on_response(Connection& c, std::int64_t now);
+  void reconnect(Connection& c);
+  void close_connection(Connection& c);
+  void check_timeouts(std::int64_t now);
+  void pump_connects();
+  void count_error(std::uint64_t ErrorCounts::*kind);
+
+  mutable std::mutex failures_mutex_;  // connect failures are rare: a lock costs nothing here
+  std::map<std::string, std::uint64_t> connect_failures_;
+  const Target& target_;
+  Shared& shared_;
+  cm::Fd epoll_;
+  std::vector<Connection> connections_;  // never resized: llhttp_t::data points into it
+  std::vector<unsigned> connect_queue_;  // slots waiting to (re)connect, taken from the back
+  unsigned connecting_ = 0;              // connects in flight (bounded by kConnectBatch)
+  unsigned first_slot_;
+  std::string fixed_request_;            // the request bytes when the URL has no {ms}
+  std::mt19937 rng_;
+  std::vector<char> read_buffer_;
+};
+
+}  // namespace cm::load

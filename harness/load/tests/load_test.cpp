@@ -1,0 +1,218 @@
+// load_test.cpp -- cm-load against servers that lie, and against servers that do not.
+//
+// Each test runs cm-load in process for about a second against a TestServer (test_server.hpp)
+// or a real model, with --delay drawn from a range so that overlapping requests differ. Nothing
+// here asserts a speed: only what was counted, and under which kind.
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "load.hpp"
+#include "test_server.hpp"
+
+#ifdef CM_HAVE_REGISTRY
+#include "cm/registry.hpp"
+#endif
+
+namespace cm::load {
+namespace {
+
+using test::Behaviour;
+using test::TestServer;
+
+constexpr unsigned kConnections = 16;
+
+Options short_run(std::uint16_t port, const std::string& path) {
+  Options o;
+  o.url = "http://127.0.0.1:" + std::to_string(port) + path;
+  o.connections = kConnections;
+  o.threads = 2;
+  o.duration_s = 1.0;
+  o.warmup_s = 0.2;
+  o.timeout = std::chrono::milliseconds(5000);
+  if (path.find("{ms}") != std::string::npos) o.delay = DelayRange{10, 60};
+  return o;
+}
+
+Result run_against(Behaviour behaviour, const std::string& path = "/delay/{ms}") {
+  TestServer server(behaviour);
+  return run(short_run(server.port(), path));
+}
+
+TEST(Load, CorrectServerGivesNoErrorsAndExactCounts) {
+  TestServer server(Behaviour::correct);
+  Result r = run(short_run(server.port(), "/delay/{ms}"));
+  std::uint64_t answered = server.answered();
+
+  EXPECT_EQ(r.errors.total(), 0u);
+  EXPECT_EQ(r.connections_open, kConnections);
+  EXPECT_TRUE(r.connect_failures.empty());
+  EXPECT_EQ(r.reconnects, 0u);
+  EXPECT_GT(r.requests, 0u);
+  EXPECT_LE(r.requests, r.responses_total);
+  // Every answer the server wrote was counted, except those still in flight at the stop (at
+  // most one per connection).
+  EXPECT_LE(r.responses_total, answered);
+  EXPECT_LE(answered, r.responses_total + kConnections);
+  // Latency is never below the delay drawn (10..60 ms), and the histograms saw every request.
+  EXPECT_EQ(r.latency_us.count(), r.requests);
+  EXPECT_EQ(r.overshoot_us.count(), r.requests);
+  EXPECT_GE(r.latency_us.min(), 10'000u);
+  EXPECT_DOUBLE_EQ(r.rps(), static_cast<double>(r.requests) / r.duration_s);
+}
+
+TEST(Load, CatchesAnEarlyAnswer) {
+  Result r = run_against(Behaviour::early);
+  EXPECT_GT(r.errors.early, 0u);
+  EXPECT_EQ(r.requests, 0u) << "an early answer must never count as a fast one";
+  EXPECT_EQ(r.errors.body + r.errors.status, 0u);
+}
+
+TEST(Load, CatchesAWrongBody) {
+  Result r = run_against(Behaviour::wrong_body);
+  EXPECT_GT(r.errors.body, 0u);
+  EXPECT_EQ(r.requests, 0u);
+}
+
+TEST(Load, CatchesASharedStateServer) {
+  // 16 connections with delays from 10..60 ms overlap: the last delay parsed is rarely one's own.
+  Result r = run_against(Behaviour::shared_state);
+  EXPECT_GT(r.errors.body, 0u);
+  EXPECT_LT(r.requests, r.errors.body) << "most answers carry another request's delay";
+}
+
+TEST(Load, CatchesAWrongStatus) {
+  Result r = run_against(Behaviour::wrong_status);
+  EXPECT_GT(r.errors.status, 0u);
+  EXPECT_EQ(r.requests, 0u);
+}
+
+TEST(Load, ReconnectsAfterAnUnannouncedClose) {
+  Result r = run_against(Behaviour::close_after_answer);
+  EXPECT_GT(r.requests, 0u);  // each answer is still correct, and counted
+  EXPECT_GT(r.errors.reset, 0u);
+  EXPECT_GE(r.reconnects, r.errors.reset);
+  EXPECT_EQ(r.errors.connect, 0u);
+  EXPECT_GT(r.connections_open, 0u);
+}
+
+TEST(Load, PlaintextIsCheckedAgainstHelloWorld) {
+  Result r = run_against(Behaviour::correct, "/plaintext");
+  EXPECT_EQ(r.errors.total(), 0u);
+  EXPECT_GT(r.requests, 0u);
+  Result wrong = run_against(Behaviour::wrong_status, "/plaintext");
+  EXPECT_GT(wrong.errors.status, 0u);
+}
+
+TEST(Load, ExplicitExpectationsOverrideTheDefaults) {
+  TestServer server(Behaviour::correct);
+  Options o = short_run(server.port(), "/delay/20");
+  o.expect_body = "21";
+  Result r = run(o);
+  EXPECT_GT(r.errors.body, 0u);
+  EXPECT_EQ(r.requests, 0u);
+  o.expect_body.reset();
+  o.min_latency_ms = 1000;  // nobody answers /delay/20 in a second: all early
+  r = run(o);
+  EXPECT_GT(r.errors.early, 0u);
+  EXPECT_EQ(r.requests, 0u);
+}
+
+TEST(Load, RefusedConnectionsAreReportedNotThrown) {
+  // A port nobody listens on: bind one, note it, close it.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  ::close(fd);
+
+  Result r = run(short_run(ntohs(addr.sin_port), "/plaintext"));
+  EXPECT_EQ(r.connections_open, 0u);
+  EXPECT_EQ(r.connect_failures["ECONNREFUSED"], kConnections);
+  EXPECT_EQ(r.errors.connect, kConnections);
+  EXPECT_EQ(r.requests, 0u);
+  EXPECT_NE(connection_line(r).find("ECONNREFUSED x16"), std::string::npos) << connection_line(r);
+}
+
+TEST(Load, OptionsThatMakeNoSenseAreRejected) {
+  Options o = short_run(1, "/delay/{ms}");
+  o.delay.reset();
+  EXPECT_THROW(run(o), std::invalid_argument);  // {ms} without --delay
+  o = short_run(1, "/plaintext");
+  o.delay = DelayRange{1, 2};
+  EXPECT_THROW(run(o), std::invalid_argument);  // --delay without {ms}
+  o = short_run(1, "/plaintext");
+  o.connections = 0;
+  EXPECT_THROW(run(o), std::invalid_argument);
+  o = short_run(1, "/plaintext");
+  o.source_addresses = 2;
+  o.url = "http://10.0.0.1:1/plaintext";
+  EXPECT_THROW(run(o), std::invalid_argument);  // several sources only on loopback
+}
+
+TEST(Load, JsonHasEveryKeyOfTheContract) {
+  TestServer server(Behaviour::correct);
+  Options o = short_run(server.port(), "/delay/{ms}");
+  o.duration_s = 0.3;
+  o.warmup_s = 0;
+  auto j = to_json(run(o));
+  for (const char* key : {"tool", "url", "threads", "connections_requested", "connections_open",
+                          "connect_failures", "delay_ms", "warmup_s", "duration_s", "requests",
+                          "rps", "errors", "errors_total", "latency_us", "overshoot_us",
+                          "client_cpu_s"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  for (const char* key : {"connect", "reset", "timeout", "status", "body", "early"})
+    EXPECT_TRUE(j["errors"].contains(key)) << key;
+  for (const char* key : {"mean", "p50", "p90", "p99", "p999", "max"}) {
+    EXPECT_TRUE(j["latency_us"][key].is_number()) << key;
+    EXPECT_TRUE(j["overshoot_us"][key].is_number()) << key;
+  }
+  EXPECT_EQ(j["delay_ms"]["min"], 10);
+  EXPECT_EQ(j["delay_ms"]["max"], 60);
+  EXPECT_EQ(j["tool"], "cm-load");
+}
+
+TEST(Load, SeveralSourceAddressesOnLoopback) {
+  TestServer server(Behaviour::correct);
+  Options o = short_run(server.port(), "/plaintext");
+  o.source_addresses = 4;
+  o.duration_s = 0.3;
+  Result r = run(o);
+  EXPECT_EQ(r.source_addresses, 4u);
+  EXPECT_EQ(r.connections_open, kConnections);
+  EXPECT_EQ(r.errors.total(), 0u);
+}
+
+#ifdef CM_HAVE_REGISTRY
+TEST(Load, BlockingModelGivesNoErrors) {
+  ServerOptions so;
+  so.port = 0;
+  std::unique_ptr<Server> server;
+  try {
+    server = make_server("blocking", so);
+  } catch (const std::invalid_argument& e) {
+    GTEST_SKIP() << e.what();
+  }
+  server->start();
+  Result delay = run(short_run(server->port(), "/delay/{ms}"));
+  Result plain = run(short_run(server->port(), "/plaintext"));
+  server->stop();
+  for (const Result* r : {&delay, &plain}) {
+    EXPECT_EQ(r->errors.total(), 0u) << r->url;
+    EXPECT_GT(r->requests, 0u) << r->url;
+    EXPECT_EQ(r->connections_open, kConnections) << r->url;
+  }
+  EXPECT_GE(delay.latency_us.min(), 10'000u);
+}
+#endif
+
+}  // namespace
+}  // namespace cm::load

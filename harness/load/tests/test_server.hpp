@@ -1,0 +1,46 @@
+#pragma once
+/// \file test_server.hpp
+/// A tiny HTTP server for cm-load's tests, correct or misbehaving on purpose. One thread, poll(),
+/// answers `GET /delay/N` after N ms with body N (when correct) and `GET /plaintext` at once.
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+
+namespace cm::load::test {
+
+/// How the server answers.
+enum class Behaviour {
+  correct,             ///< after N ms, 200, body N
+  early,               ///< after N/2 ms: answers before the delay asked for
+  wrong_body,          ///< after N ms, body N + 1
+  shared_state,        ///< after N ms, body = the N of the last request parsed (any connection)
+  wrong_status,        ///< after N ms, 500 with body N
+  close_after_answer,  ///< correct, then closes the connection without saying so
+};
+
+/// Listens on 127.0.0.1, port 0, from construction to destruction.
+class TestServer {
+ public:
+  explicit TestServer(Behaviour behaviour);
+  ~TestServer();
+  TestServer(const TestServer&) = delete;
+  TestServer& operator=(const TestServer&) = delete;
+
+  /// The port it listens on.
+  std::uint16_t port() const { return port_; }
+  /// Answers written whole so far.
+  std::uint64_t answered() const { return answered_.load(); }
+
+ private:
+  void serve();
+
+  Behaviour behaviour_;
+  int listener_ = -1;
+  std::uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> answered_{0};
+  std::thread thread_;
+};
+
+}  // namespace cm::load::test
