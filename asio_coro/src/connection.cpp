@@ -17,10 +17,12 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include <array>
 #include <chrono>
 #include <tuple>
 #include <variant>
 
+#include "cm/limits.hpp"
 #include "cm/net.hpp"
 #include "cm/session.hpp"
 
@@ -33,13 +35,22 @@ using asio::experimental::awaitable_operators::operator||;
 using boost::system::error_code;
 constexpr auto as_value = asio::as_tuple(use_awaitable);  // errors as values, not exceptions
 
-/// Reads some bytes, or gives up when the connection's timer expires (error::timed_out).
-awaitable<std::tuple<error_code, std::size_t>> read_some(Connection& c) {
-  auto first = co_await (c.socket.async_read_some(asio::buffer(c.buffer), as_value) ||
+/// Reads some bytes and hands them to `session` (if any), or gives up when the connection's
+/// timer expires (error::timed_out). Returns the error and the count of bytes read.
+awaitable<std::tuple<error_code, std::size_t>> receive(Connection& c, Session* session) {
+  // NOTE: the buffer lives in this coroutine's frame, so only for as long as a read is pending:
+  // a connection waiting on a timer does not hold it (docs/models/asio_coro.md, "What a waiting
+  // request costs").
+  std::array<char, read_buffer_bytes> buffer;
+  auto first = co_await (c.socket.async_read_some(asio::buffer(buffer), as_value) ||
                          c.timer.async_wait(as_value));
-  if (first.index() == 0) co_return std::get<0>(first);
-  const auto [ec] = std::get<1>(first);  // operation_aborted: stop() cancelled the timer
-  co_return std::tuple{ec ? ec : asio::error::timed_out, std::size_t{0}};
+  if (first.index() == 1) {
+    const auto [ec] = std::get<1>(first);  // operation_aborted: stop() cancelled the timer
+    co_return std::tuple{ec ? ec : asio::error::timed_out, std::size_t{0}};
+  }
+  const auto [ec, n] = std::get<0>(first);
+  if (!ec && session) session->received({buffer.data(), n});
+  co_return std::tuple{ec, n};
 }
 
 /// Lingering close: shut down our side so the client reads the whole reply, then discard what it
@@ -49,7 +60,7 @@ awaitable<void> linger_close(Connection& c) {
   c.socket.shutdown(tcp::socket::shutdown_send, ignored);
   c.timer.expires_after(linger_timeout);
   for (std::size_t drained = 0; drained < linger_max_bytes;) {
-    const auto [ec, n] = co_await read_some(c);
+    const auto [ec, n] = co_await receive(c, nullptr);
     if (ec) break;
     drained += n;
   }
@@ -181,13 +192,16 @@ awaitable<void> serve_connection(tcp::socket socket, Loop& loop, Shared& shared)
       if (auto [ec, n] = co_await asio::async_write(c.socket, asio::buffer(out), as_value); ec) {
         co_return;  // the client is gone: that ends this connection only
       }
-      if (!session.keep_alive()) co_return co_await linger_close(c);
+      if (!session.keep_alive()) {
+        co_await linger_close(c);
+        co_return;
+      }
       deadline = std::chrono::steady_clock::now() + shared.options.header_timeout;
     }
 
     // More bytes are needed; wait for them, but not past the header timeout.
     c.timer.expires_at(deadline);
-    const auto [ec, n] = co_await read_some(c);
+    const auto [ec, n] = co_await receive(c, &session);
     if (ec == asio::error::timed_out && session.has_partial_request()) {
       out.clear();
       session.write_reply(request_timeout(), out, std::chrono::system_clock::now());
@@ -197,7 +211,6 @@ awaitable<void> serve_connection(tcp::socket socket, Loop& loop, Shared& shared)
       co_return;
     }
     if (ec) co_return;  // closed by the client, reset, idle past the timeout, or stopping
-    session.received({c.buffer.data(), n});
   }
 }
 

@@ -8,12 +8,10 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 
-#include <array>
 #include <atomic>
 #include <string>
 #include <unordered_set>
 
-#include "cm/limits.hpp"
 #include "cm/server.hpp"
 #include "cm/work.hpp"
 
@@ -46,7 +44,6 @@ struct Connection {
   }
   tcp::socket socket;         ///< the client
   asio::steady_timer timer;   ///< header timeout, Wait, lingering close: one at a time
-  std::array<char, read_buffer_bytes> buffer;  ///< what async_read_some fills
 };
 
 /// One event loop: an io_context run by one thread, its acceptor, the connections it owns.
