@@ -1,0 +1,262 @@
+#pragma once
+/// \file ring.hpp
+/// One io_uring, the coroutines it resumes, and one awaitable per operation.
+///
+/// A coroutine that wants I/O co_awaits an operation (`co_await Recv(ring, fd, buffer)`). The
+/// awaiter is an Operation: it gets an SQE, puts its own address in the SQE's user_data and
+/// suspends. Ring::run_once() submits, waits, and for each CQE turns user_data back into the
+/// Operation, stores the result and resumes the coroutine. No table, no callback: the awaiter
+/// lives in the suspended coroutine's frame, and it stays there exactly as long as the SQE is in
+/// flight, because the coroutine cannot go on (and so cannot free it) before the CQE arrives.
+///
+/// A Ring belongs to one thread; only post() and wake() may be called from others.
+
+#include <liburing.h>
+
+#include <cerrno>
+#include <chrono>
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <system_error>
+#include <vector>
+
+#include "cm/fd.hpp"
+#include "cm/uring/task.hpp"
+
+namespace cm::uring {
+
+class Ring;
+
+/// The state of one SQE in flight: which coroutine waits, and (after the CQE) the result.
+/// It is the awaiter of a co_await, so it lives in the waiting coroutine's frame; its address is
+/// the SQE's user_data (see Ring's encoding). Not copyable or movable: the kernel holds its
+/// address.
+class Operation {
+ public:
+  Operation(const Operation&) = delete;
+  Operation& operator=(const Operation&) = delete;
+
+  /// Once Ring::cancel_all() ran, a cancellable operation does not start: it gives -ECANCELED.
+  bool await_ready() noexcept;
+  /// The CQE's result: >= 0 on success, -errno on failure (a value, never an exception).
+  int await_resume() const noexcept { return result_; }
+
+  /// Called by the ring with the CQE's result; resumes the waiting coroutine.
+  void complete(int result) noexcept {
+    result_ = result;
+    waiter_.resume();
+  }
+
+ protected:
+  enum class Refuse { when_cancelled, never };
+  explicit Operation(Ring& ring, Refuse refuse = Refuse::when_cancelled) noexcept
+      : ring_(ring), refuse_(refuse) {}
+  /// An SQE whose user_data is this operation, `waiter` being the coroutine to resume.
+  io_uring_sqe* prepare(std::coroutine_handle<> waiter);
+
+  Ring& ring_;
+  int result_ = 0;
+
+ private:
+  std::coroutine_handle<> waiter_;
+  Refuse refuse_;
+};
+
+/// A __kernel_timespec for a relative duration (negative counts as zero).
+__kernel_timespec to_timespec(std::chrono::nanoseconds duration) noexcept;
+
+/// accept4(listener) -> the new fd (close-on-exec), or -errno.
+class Accept : public Operation {
+ public:
+  Accept(Ring& ring, int listener) noexcept : Operation(ring), listener_(listener) {}
+  void await_suspend(std::coroutine_handle<> waiter);
+
+ private:
+  int listener_;
+};
+
+/// recv(fd, buffer) -> bytes read (0: the peer closed), or -errno.
+/// NOTE: `buffer` must live until the co_await returns (the kernel writes into it until then).
+class Recv : public Operation {
+ public:
+  Recv(Ring& ring, int fd, std::span<char> buffer) noexcept
+      : Operation(ring), fd_(fd), buffer_(buffer) {}
+  void await_suspend(std::coroutine_handle<> waiter);
+
+ private:
+  int fd_;
+  std::span<char> buffer_;
+};
+
+/// recv(fd, buffer) bounded by `limit`: an SQE linked to an IORING_OP_LINK_TIMEOUT. Gives the
+/// bytes read, 0 when the peer closed, -ETIME when `limit` passed first, or -errno.
+class RecvFor : public Operation {
+ public:
+  RecvFor(Ring& ring, int fd, std::span<char> buffer, std::chrono::nanoseconds limit) noexcept
+      : Operation(ring), fd_(fd), buffer_(buffer), limit_(to_timespec(limit)) {}
+  void await_suspend(std::coroutine_handle<> waiter);
+  int await_resume() const noexcept;
+
+ private:
+  int fd_;
+  std::span<char> buffer_;
+  __kernel_timespec limit_;  // read by the kernel when the SQE is submitted
+};
+
+/// send(fd, bytes, MSG_NOSIGNAL) -> bytes sent (maybe fewer than asked), or -errno.
+/// NOTE: `bytes` must live until the co_await returns.
+class Send : public Operation {
+ public:
+  Send(Ring& ring, int fd, std::span<const char> bytes) noexcept
+      : Operation(ring), fd_(fd), bytes_(bytes) {}
+  void await_suspend(std::coroutine_handle<> waiter);
+
+ private:
+  int fd_;
+  std::span<const char> bytes_;
+};
+
+/// IORING_OP_TIMEOUT: -ETIME once `duration` has passed (never before), -ECANCELED if cancelled.
+class Timeout : public Operation {
+ public:
+  Timeout(Ring& ring, std::chrono::nanoseconds duration) noexcept
+      : Operation(ring), duration_(to_timespec(duration)) {}
+  void await_suspend(std::coroutine_handle<> waiter);
+
+ private:
+  __kernel_timespec duration_;
+};
+
+/// IORING_OP_ASYNC_CANCEL of another coroutine's operation: 0 if it was found and cancelled (it
+/// then completes with -ECANCELED), -ENOENT if it had already completed, -EALREADY if running.
+class Cancel : public Operation {
+ public:
+  Cancel(Ring& ring, const Operation& target) noexcept
+      : Operation(ring, Refuse::never), target_(&target) {}
+  void await_suspend(std::coroutine_handle<> waiter);
+
+ private:
+  const Operation* target_;
+};
+
+/// close(fd) through the ring -> 0 or -errno. Runs even after cancel_all(): stopping closes.
+class Close : public Operation {
+ public:
+  Close(Ring& ring, int fd) noexcept : Operation(ring, Refuse::never), fd_(fd) {}
+  void await_suspend(std::coroutine_handle<> waiter);
+
+ private:
+  int fd_;
+};
+
+/// IORING_OP_NOP: a round trip through the ring that does nothing -> 0.
+class Nop : public Operation {
+ public:
+  explicit Nop(Ring& ring) noexcept : Operation(ring, Refuse::never) {}
+  void await_suspend(std::coroutine_handle<> waiter);
+};
+
+/// Whether a failure of io_uring_queue_init means "io_uring is not available here" (ENOSYS: no
+/// io_uring in this kernel; EPERM: kernel.io_uring_disabled or a seccomp filter refused it).
+bool means_unavailable(const std::system_error& error) noexcept;
+
+/// One io_uring and the coroutines it resumes.
+///
+/// user_data encoding (every SQE this runtime submits carries one of these):
+///   0            nobody waits; the CQE is dropped (the link timeout of RecvFor, cancel_all()).
+///   1            the ring's own wake-up poll on its eventfd (post() and wake() from other
+///   threads). otherwise    the address of an Operation, the awaiter in the suspended coroutine's
+///   frame.
+/// 0 and 1 can never be an Operation's address (it is aligned and not null).
+class Ring {
+ public:
+  static constexpr std::uint64_t ignored = 0;  ///< user_data: drop the CQE
+  static constexpr std::uint64_t wakeup = 1;   ///< user_data: the eventfd poll
+
+  /// Sets up a ring of `entries` SQEs (the CQ holds 16 times as many). Throws std::system_error
+  /// ("io_uring_queue_init: ...") if the kernel refuses; see means_unavailable().
+  /// For testing the refusal: with CM_URING_SIMULATE_ENOSYS=1 in the environment, the kernel is
+  /// not asked and the constructor fails with ENOSYS as an old kernel would.
+  explicit Ring(unsigned entries = 4096);
+  /// NOTE: destroy a ring only when spawned() is 0 (every task joined): a task still suspended
+  /// has an SQE whose buffers and Operation live in its frame.
+  ~Ring();
+  Ring(const Ring&) = delete;
+  Ring& operator=(const Ring&) = delete;
+
+  /// A free SQE. When the SQ is full it submits what is queued first, and tries again.
+  io_uring_sqe* get_sqe();
+  /// Makes room for `count` SQEs in a row (a linked pair must not be split by a submit).
+  void reserve(unsigned count);
+
+  /// Submits what is queued, waits for at least one completion, and resumes every waiter whose
+  /// CQE arrived (and every coroutine post()ed by another thread).
+  void run_once();
+
+  /// Starts `task` now; the ring owns it until it ends (spawned() counts it until then). An
+  /// exception escaping it is reported on stderr and ends that task only.
+  void spawn(Task<void> task);
+  /// Spawned tasks that have not ended.
+  std::size_t spawned() const noexcept { return spawned_; }
+  /// Runs the ring until `task` ends, and gives its value or rethrows its exception.
+  template <typename T>
+  T run(Task<T> task);
+  void run(Task<void> task);
+
+  /// Cancels every operation in flight (IORING_ASYNC_CANCEL_ANY, Linux 5.19); from then on a
+  /// cancellable operation completes at once with -ECANCELED. This is how a loop stops.
+  void cancel_all();
+  /// Whether cancel_all() ran.
+  bool cancelled() const noexcept { return cancelled_; }
+
+  /// Thread-safe: resumes `waiter` on this ring's thread, from its next run_once().
+  void post(std::coroutine_handle<> waiter);
+  /// Thread-safe: makes the current (or next) run_once() return.
+  void wake();
+
+  /// The liburing ring, for what this class does not wrap.
+  io_uring* native() noexcept { return &ring_; }
+
+ private:
+  struct Detached;
+  static Detached own(Ring& ring, Task<void> task);
+  static Task<void> capture(Task<void> task, bool& done, std::exception_ptr& failure);
+  template <typename T>
+  static Task<void> store(Task<T> task, std::optional<T>& value) {
+    value.emplace(co_await std::move(task));
+  }
+  void dispatch(std::uint64_t user_data, int result);
+  void arm_wakeup();
+  void on_wakeup();
+  void signal_locked() noexcept;
+
+  io_uring ring_{};
+  Fd wakeup_fd_;  // eventfd: other threads write it, the ring polls it
+  std::size_t spawned_ = 0;
+  bool cancelled_ = false;
+  std::mutex posted_mutex_;  // guards posted_
+  std::vector<std::coroutine_handle<>> posted_;
+  std::vector<std::coroutine_handle<>> resuming_;  // the ring thread's copy of posted_
+};
+
+template <typename T>
+T Ring::run(Task<T> task) {
+  std::optional<T> value;
+  run(store(std::move(task), value));
+  return std::move(*value);
+}
+
+inline bool Operation::await_ready() noexcept {
+  if (refuse_ == Refuse::when_cancelled && ring_.cancelled()) {
+    result_ = -ECANCELED;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace cm::uring

@@ -1,0 +1,170 @@
+#pragma once
+/// \file task.hpp
+/// A lazy, move-only coroutine task, after cppcoro's `task<T>`.
+///
+/// `Task<T>` does nothing until it is awaited; then it runs on the awaiting thread, and when it
+/// finishes it resumes its awaiter by symmetric transfer (final_suspend returns the awaiter's
+/// handle), so a chain of tasks that complete at once never grows the stack. An exception leaves
+/// the task through `co_await`, in the awaiter. Destroying a Task destroys its frame; a Task that
+/// was never awaited simply never ran.
+///
+/// Every frame of this runtime is allocated through FrameCount, so a test can see a leaked frame
+/// (frames_alive() does not come back to where it was) and a doc can quote what a frame costs.
+
+#include <atomic>
+#include <coroutine>
+#include <cstddef>
+#include <exception>
+#include <new>
+#include <optional>
+#include <utility>
+
+namespace cm::uring {
+
+/// Counts the coroutine frames of this runtime that are alive, and their bytes.
+struct FrameCount {
+  /// Frames allocated and not yet freed, all threads together.
+  static std::size_t alive() noexcept { return alive_.load(std::memory_order_relaxed); }
+  /// Bytes of those frames (as the compiler asked operator new for them).
+  static std::size_t bytes() noexcept { return bytes_.load(std::memory_order_relaxed); }
+
+  // Promise types derive from FrameCount: the compiler then allocates the frame through these.
+  static void* operator new(std::size_t size) {
+    void* frame = ::operator new(size);
+    alive_.fetch_add(1, std::memory_order_relaxed);
+    bytes_.fetch_add(size, std::memory_order_relaxed);
+    return frame;
+  }
+  static void operator delete(void* frame, std::size_t size) noexcept {
+    alive_.fetch_sub(1, std::memory_order_relaxed);
+    bytes_.fetch_sub(size, std::memory_order_relaxed);
+    ::operator delete(frame);
+  }
+
+ private:
+  static inline std::atomic<std::size_t> alive_{0};
+  static inline std::atomic<std::size_t> bytes_{0};
+};
+
+/// Frames alive now (see FrameCount).
+inline std::size_t frames_alive() noexcept {
+  return FrameCount::alive();
+}
+
+template <typename T = void>
+class Task;
+
+namespace detail {
+
+/// What every Task promise shares: who to resume at the end, and the exception if one escaped.
+class PromiseBase : public FrameCount {
+ public:
+  /// Lazy: the body runs only when the task is awaited.
+  std::suspend_always initial_suspend() noexcept { return {}; }
+
+  /// At the end, transfer straight to the awaiter (no stack growth, no resume() from here).
+  struct FinalAwaiter {
+    bool await_ready() noexcept { return false; }
+    template <typename Promise>
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> done) noexcept {
+      return done.promise().continuation_;
+    }
+    void await_resume() noexcept {}
+  };
+  FinalAwaiter final_suspend() noexcept { return {}; }
+
+  void unhandled_exception() noexcept { exception_ = std::current_exception(); }
+  void set_continuation(std::coroutine_handle<> awaiter) noexcept { continuation_ = awaiter; }
+
+ protected:
+  void rethrow_if_failed() const {
+    if (exception_) std::rethrow_exception(exception_);
+  }
+
+ private:
+  std::coroutine_handle<> continuation_ = std::noop_coroutine();
+  std::exception_ptr exception_;
+};
+
+template <typename T>
+class Promise final : public PromiseBase {
+ public:
+  Task<T> get_return_object() noexcept;
+  template <typename U>
+  void return_value(U&& value) {
+    value_.emplace(std::forward<U>(value));
+  }
+  T take() {
+    rethrow_if_failed();
+    return std::move(*value_);
+  }
+
+ private:
+  std::optional<T> value_;
+};
+
+template <>
+class Promise<void> final : public PromiseBase {
+ public:
+  Task<void> get_return_object() noexcept;
+  void return_void() noexcept {}
+  void take() const { rethrow_if_failed(); }
+};
+
+}  // namespace detail
+
+/// A lazy coroutine producing a T (see the file comment). Await it once, as an rvalue.
+template <typename T>
+class [[nodiscard]] Task {
+ public:
+  using promise_type = detail::Promise<T>;
+  using Handle = std::coroutine_handle<promise_type>;
+
+  Task() noexcept = default;
+  explicit Task(Handle frame) noexcept : frame_(frame) {}
+  Task(Task&& other) noexcept : frame_(std::exchange(other.frame_, {})) {}
+  Task& operator=(Task&& other) noexcept {
+    if (this != &other) {
+      if (frame_) frame_.destroy();
+      frame_ = std::exchange(other.frame_, {});
+    }
+    return *this;
+  }
+  Task(const Task&) = delete;
+  Task& operator=(const Task&) = delete;
+  ~Task() {
+    if (frame_) frame_.destroy();
+  }
+
+  /// Starts the task (symmetric transfer into it) and gives its value, or throws its exception.
+  auto operator co_await() && noexcept {
+    struct Awaiter {
+      Handle frame;
+      bool await_ready() const noexcept { return !frame || frame.done(); }
+      std::coroutine_handle<> await_suspend(std::coroutine_handle<> awaiter) noexcept {
+        frame.promise().set_continuation(awaiter);
+        return frame;
+      }
+      T await_resume() { return frame.promise().take(); }
+    };
+    return Awaiter{frame_};
+  }
+
+  /// Whether the task has run to its end (a value or an exception is ready).
+  bool done() const noexcept { return !frame_ || frame_.done(); }
+
+ private:
+  Handle frame_;
+};
+
+namespace detail {
+template <typename T>
+Task<T> Promise<T>::get_return_object() noexcept {
+  return Task<T>(std::coroutine_handle<Promise<T>>::from_promise(*this));
+}
+inline Task<void> Promise<void>::get_return_object() noexcept {
+  return Task<void>(std::coroutine_handle<Promise<void>>::from_promise(*this));
+}
+}  // namespace detail
+
+}  // namespace cm::uring

@@ -1,0 +1,276 @@
+// ring_test.cpp -- the Ring, its operations and the Pool, on a real io_uring. Skipped where the
+// kernel refuses io_uring. Every test ends with no task left and no frame alive.
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <latch>
+#include <string>
+#include <thread>
+
+#include "cm/net.hpp"
+#include "cm/uring/pool.hpp"
+#include "cm/uring/ring.hpp"
+
+namespace cm::uring {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+class RingTest : public ::testing::Test {
+ protected:
+  void SetUp() override { make_ring(64); }
+  void make_ring(unsigned entries) {
+    ring_.reset();
+    try {
+      ring_ = std::make_unique<Ring>(entries);
+    } catch (const std::system_error& e) {
+      if (means_unavailable(e)) GTEST_SKIP() << "io_uring is not available here: " << e.what();
+      throw;
+    }
+  }
+  void TearDown() override {
+    if (!ring_) return;
+    EXPECT_EQ(ring_->spawned(), 0u) << "a task was not joined";
+    ring_.reset();
+    EXPECT_EQ(frames_alive(), frames_before_) << "a coroutine frame leaked";
+  }
+  void run_until_joined() {
+    while (ring_->spawned() > 0)
+      ring_->run_once();
+  }
+  Ring& ring() { return *ring_; }
+
+  const std::size_t frames_before_ = frames_alive();
+  std::unique_ptr<Ring> ring_;
+};
+
+/// A connected pair of sockets.
+struct SocketPair {
+  SocketPair() {
+    int fds[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+      throw std::runtime_error("socketpair");
+    a.reset(fds[0]);
+    b.reset(fds[1]);
+  }
+  Fd a, b;
+};
+
+TEST_F(RingTest, NopCompletesWithZero) {
+  EXPECT_EQ(ring().run([](Ring& r) -> Task<int> { co_return co_await Nop(r); }(ring())), 0);
+}
+
+Task<std::chrono::nanoseconds> timed(Ring& ring, std::chrono::milliseconds duration, int& result) {
+  const auto start = Clock::now();
+  result = co_await Timeout(ring, duration);
+  co_return Clock::now() - start;
+}
+
+TEST_F(RingTest, TimeoutExpiresWithEtimeNeverEarly) {
+  int result = 0;
+  EXPECT_GE(ring().run(timed(ring(), 30ms, result)), 30ms);
+  EXPECT_EQ(result, -ETIME);
+}
+
+TEST_F(RingTest, CancelEndsAPendingTimeout) {
+  const Operation* pending = nullptr;
+  int timeout_result = 0;
+  auto waiter = [&](Ring& r) -> Task<void> {
+    Timeout timeout(r, 1h);
+    pending = &timeout;
+    timeout_result = co_await timeout;
+  };
+  ring().spawn(waiter(ring()));
+  ASSERT_NE(pending, nullptr) << "a spawned task runs at once, up to its first suspension";
+  const int cancel_result =
+      ring().run([&](Ring& r) -> Task<int> { co_return co_await Cancel(r, *pending); }(ring()));
+  run_until_joined();
+  EXPECT_EQ(cancel_result, 0);
+  EXPECT_EQ(timeout_result, -ECANCELED);
+}
+
+TEST_F(RingTest, SendAndRecvOverASocketPair) {
+  SocketPair pair;
+  auto exchange = [&](Ring& r) -> Task<std::string> {
+    const std::string message = "hello, ring";
+    const int sent = co_await Send(r, pair.a.get(), message);
+    EXPECT_EQ(sent, static_cast<int>(message.size()));
+    char buffer[64];
+    const int got = co_await Recv(r, pair.b.get(), buffer);
+    co_return std::string(buffer, got > 0 ? static_cast<std::size_t>(got) : 0);
+  };
+  EXPECT_EQ(ring().run(exchange(ring())), "hello, ring");
+}
+
+TEST_F(RingTest, RecvForGivesEtimeWhenNothingComesAndDataWhenItDoes) {
+  SocketPair pair;
+  auto receive = [&](Ring& r, std::chrono::milliseconds limit) -> Task<int> {
+    char buffer[16];
+    co_return co_await RecvFor(r, pair.b.get(), buffer, limit);
+  };
+  const auto start = Clock::now();
+  EXPECT_EQ(ring().run(receive(ring(), 20ms)), -ETIME);
+  EXPECT_GE(Clock::now() - start, 20ms);
+  ASSERT_EQ(::send(pair.a.get(), "abc", 3, 0), 3);
+  EXPECT_EQ(ring().run(receive(ring(), 10s)), 3);
+  // Leave the ring idle for longer than the first limit: its link timeout must be gone with it.
+  pair.a.reset();
+  EXPECT_EQ(ring().run(receive(ring(), 10s)), 0) << "EOF";
+}
+
+TEST_F(RingTest, AcceptTakesAConnection) {
+  Listeners listeners = open_listeners("127.0.0.1", 0, 1);
+  Fd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(listeners.port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(client.get(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  const int fd = ring().run([](Ring& r, int listener) -> Task<int> {
+    co_return co_await Accept(r, listener);
+  }(ring(), listeners.sockets.front().get()));
+  ASSERT_GE(fd, 0);
+  Fd accepted(fd);
+  EXPECT_NE(::fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+}
+
+TEST_F(RingTest, CloseThroughTheRing) {
+  int fds[2];
+  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+  Fd keep(fds[1]);
+  EXPECT_EQ(ring().run([](Ring& r, int fd) -> Task<int> { co_return co_await Close(r, fd); }(
+                                               ring(), fds[0])),
+            0);
+  EXPECT_EQ(::fcntl(fds[0], F_GETFD), -1);
+  EXPECT_EQ(errno, EBADF);
+}
+
+TEST_F(RingTest, AFullSubmissionQueueIsSubmittedFirst) {
+  make_ring(4);  // 4 SQEs, 100 operations queued before the ring runs once
+  int completed = 0;
+  for (int i = 0; i < 100; ++i) {
+    ring().spawn([](Ring& r, int& done) -> Task<void> {
+      if (co_await Nop(r) == 0) ++done;
+    }(ring(), completed));
+  }
+  run_until_joined();
+  EXPECT_EQ(completed, 100);
+}
+
+TEST_F(RingTest, AnExceptionCrossesTheRingToTheAwaiter) {
+  auto fails_after_io = [](Ring& r) -> Task<int> {
+    co_await Nop(r);
+    throw std::runtime_error("after a nop");
+  };
+  EXPECT_THROW(ring().run(fails_after_io(ring())), std::runtime_error);
+}
+
+TEST_F(RingTest, CancelAllEndsEveryTaskAndRefusesNewOperations) {
+  SocketPair pair;
+  int cancelled = 0;
+  for (int i = 0; i < 10; ++i) {
+    ring().spawn([](Ring& r, int fd, int& count) -> Task<void> {
+      if (co_await Timeout(r, 1h) == -ECANCELED) ++count;
+      char buffer[8];
+      if (co_await Recv(r, fd, buffer) == -ECANCELED) ++count;  // refused: never reaches the kernel
+    }(ring(), pair.b.get(), cancelled));
+  }
+  ring().run(Task<void>([](Ring& r) -> Task<void> { co_await Nop(r); }(ring())));
+  EXPECT_EQ(ring().spawned(), 10u);
+  ring().cancel_all();
+  run_until_joined();
+  EXPECT_EQ(cancelled, 20);
+  EXPECT_EQ(ring().run([](Ring& r) -> Task<int> { co_return co_await Close(r, -1); }(ring())),
+            -EBADF)
+      << "close still runs after cancel_all";
+}
+
+/// Resumes on the ring after a trip through another thread (what the pool does, by hand).
+struct ViaThread {
+  Ring& ring;
+  std::thread thread;
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> waiter) {
+    thread = std::thread([this, waiter] { ring.post(waiter); });
+  }
+  void await_resume() { thread.join(); }
+};
+
+TEST_F(RingTest, PostResumesOnTheRingsThread) {
+  const auto ring_thread = std::this_thread::get_id();
+  EXPECT_EQ(ring().run([](Ring& r) -> Task<std::thread::id> {
+    co_await ViaThread{r, {}};
+    co_return std::this_thread::get_id();
+  }(ring())),
+            ring_thread);
+}
+
+TEST_F(RingTest, PoolRunsElsewhereAndComesBackOnTheRing) {
+  Pool pool(2, 4);
+  const auto ring_thread = std::this_thread::get_id();
+  std::thread::id worker;
+  auto offload = [&](Ring& r) -> Task<bool> {
+    const bool admitted = co_await pool.run(r, [&] { worker = std::this_thread::get_id(); });
+    EXPECT_EQ(std::this_thread::get_id(), ring_thread);
+    co_return admitted;
+  };
+  EXPECT_TRUE(ring().run(offload(ring())));
+  EXPECT_NE(worker, ring_thread);
+  EXPECT_NE(worker, std::thread::id{});
+  EXPECT_EQ(pool.in_use(), 0u);
+}
+
+TEST_F(RingTest, AFullPoolRefusesAtOnce) {
+  Pool pool(1, 1);
+  std::latch release(1);
+  bool first = false;
+  ring().spawn([](Ring& r, Pool& p, std::latch& l, bool& admitted) -> Task<void> {
+    admitted = co_await p.run(r, [&l] { l.wait(); });
+  }(ring(), pool, release, first));
+  const bool second = ring().run(
+      [](Ring& r, Pool& p) -> Task<bool> { co_return co_await p.run(r, [] {}); }(ring(), pool));
+  EXPECT_FALSE(second) << "capacity 1 is taken: the second job must be refused, not queued";
+  release.count_down();
+  run_until_joined();
+  EXPECT_TRUE(first);
+}
+
+TEST_F(RingTest, AJobsExceptionReachesItsAwaiter) {
+  Pool pool(1, 1);
+  EXPECT_THROW(ring().run([](Ring& r, Pool& p) -> Task<bool> {
+    co_return co_await p.run(r, [] { throw std::runtime_error("in the job"); });
+  }(ring(), pool)),
+               std::runtime_error);
+}
+
+TEST_F(RingTest, OnNewThreadRunsElsewhereAndComesBack) {
+  const auto ring_thread = std::this_thread::get_id();
+  std::thread::id worker;
+  EXPECT_TRUE(ring().run([](Ring& r, std::thread::id& w) -> Task<bool> {
+    co_return co_await on_new_thread(r, [&w] { w = std::this_thread::get_id(); });
+  }(ring(), worker)));
+  EXPECT_NE(worker, ring_thread);
+}
+
+TEST(RingUnavailable, TheRefusalIsRecognised) {
+  ::setenv("CM_URING_SIMULATE_ENOSYS", "1", 1);
+  try {
+    Ring ring;
+    ::unsetenv("CM_URING_SIMULATE_ENOSYS");
+    FAIL() << "the simulated refusal did not refuse";
+  } catch (const std::system_error& e) {
+    ::unsetenv("CM_URING_SIMULATE_ENOSYS");
+    EXPECT_TRUE(means_unavailable(e)) << e.what();
+    EXPECT_NE(std::string(e.what()).find("io_uring_queue_init"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace cm::uring
