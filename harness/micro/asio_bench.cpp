@@ -1,0 +1,174 @@
+// asio_bench.cpp -- Boost.Asio's primitives as the asio_coro model uses them: C++20 coroutines
+// (awaitable, co_spawn) on one io_context run by one thread.
+//
+//  - BM_asio_post_resume: `co_await post(executor, use_awaitable)`, the boost.async seed's
+//    "posting to an executor" benchmark (a loop of posts inside one coroutine).
+//  - BM_asio_timer_zero: arm a steady_timer that is already due and co_await it.
+//  - BM_asio_co_spawn: co_spawn a coroutine that returns at once, run the loop until it finished.
+//  - BM_asio_await_child: co_await a child awaitable<void> (a coroutine call, no suspension).
+//  - BM_offload_asio_thread / _thread_detached / _pool: the offload round trip from the loop to
+//    a worker and back. A new thread per call as the model does it (a one-thread thread_pool,
+//    joined), a detached std::thread exactly like aeronet's deferWork, and the model's
+//    asio::thread_pool of ServerOptions::blocking_threads threads. All resume on the io_context.
+//
+// Try: build/bin/cm-micro --benchmark_filter='asio'
+
+#include <benchmark/benchmark.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/version.hpp>
+
+#include <chrono>
+#include <exception>
+#include <thread>
+#include <utility>
+
+#include "cm/server.hpp"
+
+namespace asio = boost::asio;
+
+namespace {
+
+[[maybe_unused]] const bool context_added = [] {
+  benchmark::AddCustomContext("boost", BOOST_LIB_VERSION);
+  return true;
+}();
+
+/// Runs `body(state)` as one coroutine on a fresh single-threaded io_context until it returns.
+/// An exception in the coroutine comes out of io_context::run().
+// NOTE: a lambda coroutine reads its captures through the lambda object; `body` lives in this
+// frame until io.run() has returned, so the coroutine never outlives it.
+template <typename Body>
+void run_on_loop(benchmark::State& state, Body body) {
+  asio::io_context io{1};
+  asio::co_spawn(io, body(state), [](std::exception_ptr error) {
+    if (error) std::rethrow_exception(error);
+  });
+  io.run();
+}
+
+void BM_asio_post_resume(benchmark::State& state) {
+  run_on_loop(state, [](benchmark::State& s) -> asio::awaitable<void> {
+    auto executor = co_await asio::this_coro::executor;
+    for (auto _ : s) co_await asio::post(executor, asio::use_awaitable);
+    s.SetItemsProcessed(s.iterations());
+  });
+}
+
+void BM_asio_timer_zero(benchmark::State& state) {
+  run_on_loop(state, [](benchmark::State& s) -> asio::awaitable<void> {
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    for (auto _ : s) {
+      timer.expires_after(std::chrono::nanoseconds(0));
+      co_await timer.async_wait(asio::use_awaitable);
+    }
+    s.SetItemsProcessed(s.iterations());
+  });
+}
+
+asio::awaitable<void> finish_at_once(int& finished) {
+  ++finished;
+  co_return;
+}
+
+/// co_spawn a coroutine (as an accept loop spawns a connection) and run the loop until it is done.
+void BM_asio_co_spawn(benchmark::State& state) {
+  asio::io_context io{1};
+  int finished = 0;
+  for (auto _ : state) {
+    asio::co_spawn(io, finish_at_once(finished), asio::detached);
+    io.run();
+    io.restart();
+  }
+  if (finished != state.iterations()) state.SkipWithError("a spawned coroutine did not finish");
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_asio_await_child(benchmark::State& state) {
+  run_on_loop(state, [](benchmark::State& s) -> asio::awaitable<void> {
+    int finished = 0;
+    for (auto _ : s) co_await finish_at_once(finished);
+    if (finished != s.iterations()) s.SkipWithError("a child coroutine did not finish");
+    s.SetItemsProcessed(s.iterations());
+  });
+}
+
+/// Runs `work` on a new detached std::thread and resumes the awaiting coroutine on its own
+/// executor afterwards: aeronet's deferWork, written in Asio's idiom.
+template <typename Work, typename Token>
+auto offload_to_new_thread(Work work, Token&& token) {
+  return asio::async_initiate<Token, void()>(
+      [](auto handler, Work work) {
+        // NOTE: the tracked executor keeps io_context::run() from returning while the thread
+        // holds the handler.
+        auto home = asio::prefer(asio::get_associated_executor(handler),
+                                 asio::execution::outstanding_work.tracked);
+        std::thread([work = std::move(work), handler = std::move(handler),
+                     home = std::move(home)]() mutable {
+          work();
+          asio::post(home, std::move(handler));
+        }).detach();
+      },
+      token, std::move(work));
+}
+
+/// The offloaded work of these benchmarks: nothing but proof that it ran.
+asio::awaitable<bool> work_off_loop(long& ran) {
+  ++ran;
+  co_return true;
+}
+
+/// aeronet's deferWork: a detached std::thread per call, resuming the coroutine on the loop.
+void BM_offload_asio_thread_detached(benchmark::State& state) {
+  run_on_loop(state, [](benchmark::State& s) -> asio::awaitable<void> {
+    long ran = 0;
+    for (auto _ : s) co_await offload_to_new_thread([&ran] { ++ran; }, asio::use_awaitable);
+    if (ran != s.iterations()) s.SkipWithError("an offloaded call did not run");
+    s.SetItemsProcessed(s.iterations());
+  });
+}
+
+/// The asio_coro model's --offload thread: a one-thread asio::thread_pool per call, co_spawn the
+/// work onto it with use_awaitable (the coroutine resumes on its io_context), and ~thread_pool
+/// joins that thread on the loop.
+void BM_offload_asio_thread(benchmark::State& state) {
+  run_on_loop(state, [](benchmark::State& s) -> asio::awaitable<void> {
+    long ran = 0;
+    for (auto _ : s) {
+      asio::thread_pool one_thread(1);
+      co_await asio::co_spawn(one_thread, work_off_loop(ran), asio::use_awaitable);
+    }
+    if (ran != s.iterations()) s.SkipWithError("an offloaded call did not run");
+    s.SetItemsProcessed(s.iterations());
+  });
+}
+
+/// The asio_coro model's pool: co_spawn the work onto an asio::thread_pool of
+/// ServerOptions::blocking_threads threads with use_awaitable, which resumes on the io_context.
+void BM_offload_asio_pool(benchmark::State& state) {
+  asio::thread_pool pool(cm::ServerOptions{}.blocking_threads);
+  run_on_loop(state, [&pool](benchmark::State& s) -> asio::awaitable<void> {
+    long ran = 0;
+    for (auto _ : s) co_await asio::co_spawn(pool, work_off_loop(ran), asio::use_awaitable);
+    if (ran != s.iterations()) s.SkipWithError("an offloaded call did not run");
+    s.SetItemsProcessed(s.iterations());
+  });
+  pool.join();
+}
+
+}  // namespace
+
+BENCHMARK(BM_asio_post_resume);
+BENCHMARK(BM_asio_timer_zero);
+BENCHMARK(BM_asio_co_spawn);
+BENCHMARK(BM_asio_await_child);
+BENCHMARK(BM_offload_asio_thread)->UseRealTime();
+BENCHMARK(BM_offload_asio_thread_detached)->UseRealTime();
+BENCHMARK(BM_offload_asio_pool)->UseRealTime();

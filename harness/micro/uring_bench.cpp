@@ -1,0 +1,228 @@
+// uring_bench.cpp -- io_uring's primitives, raw (liburing) and through the uring_coro model's own
+// coroutine runtime (uring_coro/include/cm/uring/: the lazy Task, one awaitable per operation,
+// Ring::run/spawn/post), on one ring run by one thread.
+//
+//  - BM_uring_nop_raw / BM_uring_timeout_zero_raw: liburing alone, one SQE submitted and its CQE
+//    reaped per iteration (io_uring_submit_and_wait: one syscall), the floor under the runtime.
+//  - BM_uring_nop: `co_await Nop(ring)` in a Task run by Ring::run: the runtime's post-and-resume.
+//  - BM_uring_timeout_zero: `co_await Timeout(ring, 0ns)`, a zero-length timer armed and fired.
+//  - BM_uring_spawn: Ring::spawn of a Task that finishes at once; BM_uring_await_child:
+//    co_await of a child Task (a coroutine call, no suspension).
+//  - BM_offload_uring_thread / _pool: the offload round trip, a new std::thread per call that
+//    Ring::post()s the coroutine back (the ring's eventfd wakes it), joined on the loop, against a
+//    pool whose workers Ring::post() their completions back onto the ring.
+//
+// Where io_uring is unavailable (old kernel, io_uring_disabled, seccomp) every benchmark here
+// stops with SkipWithError("io_uring unavailable: ...") instead of failing.
+//
+// Try: build/bin/cm-micro --benchmark_filter='uring'
+
+#include <benchmark/benchmark.h>
+#include <liburing.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <system_error>
+
+#ifdef CM_MICRO_URING_RUNTIME
+#include "cm/server.hpp"
+#include "cm/uring/pool.hpp"
+#include "cm/uring/ring.hpp"
+#include "cm/uring/task.hpp"
+#endif
+
+namespace {
+
+/// A raw liburing ring, or the reason there is none.
+class RawRing {
+ public:
+  explicit RawRing(unsigned entries = 64) { error_ = io_uring_queue_init(entries, &ring_, 0); }
+  ~RawRing() {
+    if (error_ == 0) io_uring_queue_exit(&ring_);
+  }
+  RawRing(const RawRing&) = delete;
+  RawRing& operator=(const RawRing&) = delete;
+
+  /// False (and the benchmark skipped with the reason) if the kernel refused the ring.
+  bool usable(benchmark::State& state) {
+    if (error_ == 0) return true;
+    skip_unavailable(state, -error_);
+    return false;
+  }
+  io_uring* get() { return &ring_; }
+
+  static void skip_unavailable(benchmark::State& state, int error) {
+    const std::string why = "io_uring unavailable: " + std::string(std::strerror(error));
+    state.SkipWithError(why.c_str());
+  }
+
+ private:
+  io_uring ring_{};
+  int error_ = 0;
+};
+
+/// Submits what is queued, waits for one CQE and returns its result.
+int submit_and_reap(io_uring* ring) {
+  io_uring_submit_and_wait(ring, 1);
+  io_uring_cqe* cqe = nullptr;
+  if (io_uring_peek_cqe(ring, &cqe) != 0 || cqe == nullptr) return -EIO;
+  const int result = cqe->res;
+  io_uring_cqe_seen(ring, cqe);
+  return result;
+}
+
+void BM_uring_nop_raw(benchmark::State& state) {
+  RawRing ring;
+  if (!ring.usable(state)) return;
+  for (auto _ : state) {
+    io_uring_prep_nop(io_uring_get_sqe(ring.get()));
+    if (submit_and_reap(ring.get()) != 0) {
+      state.SkipWithError("IORING_OP_NOP failed");
+      return;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_uring_timeout_zero_raw(benchmark::State& state) {
+  RawRing ring;
+  if (!ring.usable(state)) return;
+  __kernel_timespec zero{};
+  for (auto _ : state) {
+    io_uring_prep_timeout(io_uring_get_sqe(ring.get()), &zero, 0, 0);
+    if (submit_and_reap(ring.get()) != -ETIME) {
+      state.SkipWithError("IORING_OP_TIMEOUT did not expire");
+      return;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+#ifdef CM_MICRO_URING_RUNTIME
+namespace uring = cm::uring;
+
+/// The model's ring (Ring's default size), or nothing and the benchmark skipped.
+std::unique_ptr<uring::Ring> open_ring(benchmark::State& state) {
+  try {
+    return std::make_unique<uring::Ring>();
+  } catch (const std::system_error& error) {
+    if (uring::means_unavailable(error)) {
+      RawRing::skip_unavailable(state, error.code().value());
+    } else {
+      state.SkipWithError(error.what());
+    }
+    return nullptr;
+  }
+}
+
+/// Runs `body(ring, state)` as the ring's one task until it returns.
+template <typename Body>
+void run_on_ring(benchmark::State& state, Body body) {
+  std::unique_ptr<uring::Ring> ring = open_ring(state);
+  if (!ring) return;
+  ring->run(body(*ring, state));
+}
+
+uring::Task<void> nops(uring::Ring& ring, benchmark::State& state) {
+  for (auto _ : state) {
+    if (co_await uring::Nop(ring) != 0) {
+      state.SkipWithError("IORING_OP_NOP failed");
+      co_return;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_uring_nop(benchmark::State& state) { run_on_ring(state, nops); }
+
+uring::Task<void> zero_timeouts(uring::Ring& ring, benchmark::State& state) {
+  for (auto _ : state) {
+    if (co_await uring::Timeout(ring, std::chrono::nanoseconds(0)) != -ETIME) {
+      state.SkipWithError("a zero Timeout did not expire");
+      co_return;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_uring_timeout_zero(benchmark::State& state) { run_on_ring(state, zero_timeouts); }
+
+uring::Task<void> finish_at_once(long& finished) {
+  ++finished;
+  co_return;
+}
+
+/// Ring::spawn starts the task at once on the calling thread (there is no post, unlike co_spawn);
+/// a task that does not suspend has ended when spawn() returns.
+void BM_uring_spawn(benchmark::State& state) {
+  std::unique_ptr<uring::Ring> ring = open_ring(state);
+  if (!ring) return;
+  long finished = 0;
+  for (auto _ : state) ring->spawn(finish_at_once(finished));
+  if (finished != state.iterations() || ring->spawned() != 0) {
+    state.SkipWithError("a spawned task did not finish");
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+uring::Task<void> await_children(uring::Ring&, benchmark::State& state) {
+  long finished = 0;
+  for (auto _ : state) co_await finish_at_once(finished);
+  if (finished != state.iterations()) state.SkipWithError("a child task did not finish");
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_uring_await_child(benchmark::State& state) { run_on_ring(state, await_children); }
+
+/// The model's --offload thread: uring::on_new_thread, a std::thread per call that Ring::post()s
+/// the coroutine back (the ring's eventfd wakes run_once) and is joined when it resumes.
+uring::Task<void> thread_round_trips(uring::Ring& ring, benchmark::State& state) {
+  std::atomic<long> ran{0};
+  for (auto _ : state) {
+    if (!co_await uring::on_new_thread(ring, [&ran] { ran.fetch_add(1); })) {
+      state.SkipWithError("no thread could be started");
+      co_return;
+    }
+  }
+  if (ran != state.iterations()) state.SkipWithError("an offloaded call did not run");
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_offload_uring_thread(benchmark::State& state) { run_on_ring(state, thread_round_trips); }
+
+/// The model's pool: uring::Pool of ServerOptions::blocking_threads workers, each job posting its
+/// coroutine back onto the ring it came from.
+void BM_offload_uring_pool(benchmark::State& state) {
+  const cm::ServerOptions options;
+  uring::Pool pool(options.blocking_threads, options.blocking_threads + options.blocking_queue);
+  run_on_ring(state, [&pool](uring::Ring& ring, benchmark::State& s) -> uring::Task<void> {
+    std::atomic<long> ran{0};
+    for (auto _ : s) {
+      if (!co_await pool.run(ring, [&ran] { ran.fetch_add(1); })) {
+        s.SkipWithError("the pool refused a job");
+        co_return;
+      }
+    }
+    if (ran != s.iterations()) s.SkipWithError("an offloaded call did not run");
+    s.SetItemsProcessed(s.iterations());
+  });
+  pool.stop();
+}
+#endif  // CM_MICRO_URING_RUNTIME
+
+}  // namespace
+
+BENCHMARK(BM_uring_nop_raw);
+BENCHMARK(BM_uring_timeout_zero_raw);
+#ifdef CM_MICRO_URING_RUNTIME
+BENCHMARK(BM_uring_nop);
+BENCHMARK(BM_uring_timeout_zero);
+BENCHMARK(BM_uring_spawn);
+BENCHMARK(BM_uring_await_child);
+BENCHMARK(BM_offload_uring_thread)->UseRealTime();
+BENCHMARK(BM_offload_uring_pool)->UseRealTime();
+#endif
