@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -45,8 +46,9 @@ Task<bool> send_all(uring::Ring& ring, int fd, std::string_view bytes) {
 
 /// Shut down the write side, then read and discard what the client still sends (bounded), so
 /// the close does not reset the connection under a response the client has not read yet.
-Task<void> linger(uring::Ring& ring, int fd, std::span<char> buffer) {
+Task<void> linger(uring::Ring& ring, int fd) {
   ::shutdown(fd, SHUT_WR);
+  std::array<char, 4096> buffer;  // in this frame, which outlives each RecvFor that fills it
   const auto until = Clock::now() + linger_timeout;
   std::size_t drained = 0;
   while (drained < linger_max_bytes && Clock::now() < until) {
@@ -133,9 +135,6 @@ Task<void> converse(Context& context, int fd) {
   uring::Ring& ring = context.ring;
   Session session(context.server_name);
   std::string out;
-  // NOTE: the read buffer lives in this frame; a Recv writes into it only while this coroutine
-  // is suspended on that Recv, so the frame (and the buffer) outlive every SQE that points here.
-  std::array<char, read_buffer_bytes> buffer;
   auto deadline = Clock::now() + context.options.header_timeout;
 
   for (;;) {
@@ -147,24 +146,29 @@ Task<void> converse(Context& context, int fd) {
                           out, std::chrono::system_clock::now());
       if (!co_await send_all(ring, fd, out)) co_return;
       if (!session.keep_alive()) {
-        co_await linger(ring, fd, buffer);
+        co_await linger(ring, fd);
         co_return;
       }
       deadline = Clock::now() + context.options.header_timeout;
     }
 
     // More bytes are needed: a recv linked to a timeout at the header deadline.
-    const int n = co_await uring::RecvFor(ring, fd, buffer, deadline - Clock::now());
+    // NOTE: the kernel writes into `buffer` until the recv's CQE, and this coroutine stays
+    // suspended until then, so the buffer outlives the SQE. It is held only for this read: a
+    // request that waits (a /delay) holds no read buffer, an idle connection holds one.
+    const auto buffer = std::make_unique_for_overwrite<char[]>(read_buffer_bytes);
+    const int n = co_await uring::RecvFor(ring, fd, {buffer.get(), read_buffer_bytes},
+                                          deadline - Clock::now());
     if (n == -ETIME) {
       if (session.has_partial_request()) {
         out.clear();
         session.write_reply(request_timeout(), out, std::chrono::system_clock::now());
-        if (co_await send_all(ring, fd, out)) co_await linger(ring, fd, buffer);
+        if (co_await send_all(ring, fd, out)) co_await linger(ring, fd);
       }
       co_return;  // an idle keep-alive connection is closed without a word
     }
     if (n <= 0) co_return;  // closed by the client, an error, or -ECANCELED: the ring stops
-    session.received({buffer.data(), static_cast<std::size_t>(n)});
+    session.received({buffer.get(), static_cast<std::size_t>(n)});
   }
 }
 

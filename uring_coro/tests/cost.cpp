@@ -3,11 +3,13 @@
 //   build/<dir>/bin/uring_coro_cost [connections=1000] [delay_ms=3000]
 //
 // Starts the model in this process (one ring), opens `connections` client sockets, sends each a
-// GET /delay/{delay_ms}, and once all are waiting prints: the coroutine frames alive and their
-// bytes (counted by the runtime's promise operator new), per connection, and the growth of this
-// process's RSS per connection (server and the test's own client sockets together). Then it reads
-// every answer, checks it, and stops.
+// GET /delay/{delay_ms}, and once all are waiting prints, per connection: the coroutine frames
+// alive and their bytes (counted by the runtime's promise operator new), the heap in use
+// (mallinfo2: frames, sessions, buffers; the client side here allocates nothing meanwhile), and
+// the growth of this process's RSS. Then it reads every answer, checks it, and prints the same
+// for the connections once they are idle (keep-alive, a recv pending on each), and stops.
 
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <chrono>
@@ -60,6 +62,27 @@ cm::Fd connect_to(std::uint16_t port) {
   return fd;
 }
 
+struct Snapshot {
+  std::size_t frames = cm::uring::frames_alive();
+  std::size_t frame_bytes = cm::uring::FrameCount::bytes();
+  std::size_t heap = mallinfo2().uordblks;
+  long rss = rss_kib();
+};
+
+void report(const char* what, long connections, const Snapshot& before) {
+  const Snapshot now;
+  const double n = static_cast<double>(connections);
+  std::printf("%s, per connection:\n", what);
+  std::printf("  coroutine frames alive: %.2f\n",
+              static_cast<double>(now.frames - before.frames) / n);
+  std::printf("  frame bytes:            %.0f\n",
+              static_cast<double>(now.frame_bytes - before.frame_bytes) / n);
+  std::printf("  heap in use (malloc):   %.0f bytes\n",
+              (static_cast<double>(now.heap) - static_cast<double>(before.heap)) / n);
+  std::printf("  RSS growth:             %.2f KiB\n",
+              static_cast<double>(now.rss - before.rss) / n);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -89,9 +112,7 @@ int main(int argc, char** argv) {
     }
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  const long rss_before = rss_kib();
-  const std::size_t frames_before = cm::uring::frames_alive();
-  const std::size_t bytes_before = cm::uring::FrameCount::bytes();
+  const Snapshot before;
 
   const std::string request =
       "GET /delay/" + std::to_string(delay_ms) + " HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -100,19 +121,10 @@ int main(int argc, char** argv) {
     (void)::send(clients.back().get(), request.data(), request.size(), 0);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(std::min(delay_ms / 2, 1000L)));
-
-  const std::size_t frames = cm::uring::frames_alive() - frames_before;
-  const std::size_t bytes = cm::uring::FrameCount::bytes() - bytes_before;
-  const long rss_after = rss_kib();
-  std::printf("connections waiting:     %ld (GET /delay/%ld, one ring)\n", connections, delay_ms);
-  std::printf("open_connections():      %zu\n", server->open_connections());
-  std::printf("coroutine frames alive:  %zu (%.2f per connection)\n", frames,
-              static_cast<double>(frames) / static_cast<double>(connections));
-  std::printf("frame bytes:             %zu (%.0f per connection)\n", bytes,
-              static_cast<double>(bytes) / static_cast<double>(connections));
-  std::printf("RSS growth:              %ld KiB (%.1f KiB per connection, server and client)\n",
-              rss_after - rss_before,
-              static_cast<double>(rss_after - rss_before) / static_cast<double>(connections));
+  std::printf(
+      "%ld connections, each waiting on GET /delay/%ld, one ring; open_connections() = %zu\n",
+      connections, delay_ms, server->open_connections());
+  report("waiting request", connections, before);
 
   long correct = 0;
   const std::string body = std::to_string(delay_ms);
@@ -129,7 +141,9 @@ int main(int argc, char** argv) {
       ++correct;
     }
   }
-  std::printf("answered correctly:      %ld of %ld\n", correct, connections);
+  std::printf("answered correctly: %ld of %ld\n", correct, connections);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  report("idle keep-alive connection (a recv pending)", connections, before);
   clients.clear();
   server->stop();
   return correct == connections ? 0 : 1;

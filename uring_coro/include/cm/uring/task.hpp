@@ -29,21 +29,13 @@ struct FrameCount {
   static std::size_t bytes() noexcept { return bytes_.load(std::memory_order_relaxed); }
 
   // Promise types derive from FrameCount: the compiler then allocates the frame through these.
-  static void* operator new(std::size_t size) {
-    void* frame = ::operator new(size);
-    alive_.fetch_add(1, std::memory_order_relaxed);
-    bytes_.fetch_add(size, std::memory_order_relaxed);
-    return frame;
-  }
-  static void operator delete(void* frame, std::size_t size) noexcept {
-    alive_.fetch_sub(1, std::memory_order_relaxed);
-    bytes_.fetch_sub(size, std::memory_order_relaxed);
-    ::operator delete(frame);
-  }
+  // (Out of line, in task.cpp: GCC's -Wmismatched-new-delete misreads them when inlined.)
+  static void* operator new(std::size_t size);
+  static void operator delete(void* frame, std::size_t size) noexcept;
 
  private:
-  static inline std::atomic<std::size_t> alive_{0};
-  static inline std::atomic<std::size_t> bytes_{0};
+  static std::atomic<std::size_t> alive_;
+  static std::atomic<std::size_t> bytes_;
 };
 
 /// Frames alive now (see FrameCount).
