@@ -1,0 +1,74 @@
+#pragma once
+/// \file proc.hpp
+/// What cm-price reads from /proc about a server, and the child processes it starts.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cm::price {
+
+/// CPU time of one process, all its threads included (utime + stime of /proc/<pid>/stat).
+/// Throws std::system_error when the process is gone or the file cannot be parsed.
+double process_cpu_seconds(pid_t pid);
+
+/// A "kB" line of /proc/<pid>/status (e.g. "VmHWM", "VmRSS"), in KiB. Throws std::system_error
+/// when the process is gone, std::invalid_argument when the line is missing.
+std::uint64_t process_status_kib(pid_t pid, const std::string& key);
+
+/// The parent pid of a process (field 4 of /proc/<pid>/stat), or nothing if it is gone.
+std::optional<pid_t> parent_pid(pid_t pid);
+
+/// `root` and every live descendant process (nginx's workers, say).
+std::vector<pid_t> process_tree(pid_t root);
+
+/// Sum of process_cpu_seconds over process_tree(root); processes that vanish meanwhile count 0.
+double tree_cpu_seconds(pid_t root);
+
+/// Sum of a status line over process_tree(root), in KiB.
+std::uint64_t tree_status_kib(pid_t root, const std::string& key);
+
+/// The CPUs this process may run on (sched_getaffinity), in ascending order.
+std::vector<int> allowed_cpus();
+
+/// "0-3,6" from a list of CPUs.
+std::string cpu_list_string(const std::vector<int>& cpus);
+
+/// A child process: started by the constructor, stopped (SIGTERM, then SIGKILL after a grace
+/// period) by stop() or the destructor. Never outlives its owner.
+class Child {
+ public:
+  /// Starts argv[0] (a path) with argv, pinned to `cpus` when non-empty, stdout and stderr
+  /// appended to `log` (or /dev/null when empty). Throws std::system_error saying what failed,
+  /// including an exec failure in the child ("cannot run /x/cm-server: No such file").
+  Child(const std::vector<std::string>& argv, const std::vector<int>& cpus,
+        const std::filesystem::path& log);
+  Child(Child&& other) noexcept;
+  Child& operator=(Child&&) = delete;
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  ~Child();
+
+  pid_t pid() const noexcept { return pid_; }
+  /// True while the process has not exited (reaps it when it has).
+  bool running();
+  /// Waits up to `timeout` for it to exit by itself; returns its wait status if it did.
+  std::optional<int> wait_for(std::chrono::milliseconds timeout);
+  /// SIGTERM, wait up to `grace`, then SIGKILL. Returns a description of how it ended
+  /// ("exit 0", "killed by signal 9 after 10 s"). Idempotent.
+  std::string stop(std::chrono::milliseconds grace = std::chrono::seconds(10));
+
+ private:
+  pid_t pid_ = -1;
+  std::optional<int> status_;
+};
+
+/// "exit N" / "killed by signal N" for a wait status.
+std::string describe_wait_status(int status);
+
+}  // namespace cm::price

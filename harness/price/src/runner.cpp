@@ -1,0 +1,516 @@
+#include "runner.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+
+#include "cm/fd.hpp"
+#include "proc.hpp"
+
+namespace cm::price {
+namespace {
+
+using nlohmann::json;
+using clock_type = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+double now_s() {
+  return std::chrono::duration<double>(clock_type::now().time_since_epoch()).count();
+}
+
+std::string read_file(const fs::path& file) {
+  std::ifstream in(file);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// The last non-empty lines of a log, joined with " | ", for an error message.
+std::string tail(const fs::path& file, std::size_t lines = 3) {
+  std::vector<std::string> all;
+  std::istringstream in(read_file(file));
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty()) all.push_back(l);
+  std::string out;
+  for (std::size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i)
+    out += (out.empty() ? "" : " | ") + all[i];
+  return out.empty() ? "(no output)" : out;
+}
+
+/// An executable found in PATH or the sbin directories, or an empty path.
+fs::path find_program(const std::string& name) {
+  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  path += ":/usr/sbin:/sbin:/usr/local/sbin";
+  std::istringstream dirs(path);
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    if (dir.empty()) continue;
+    const fs::path candidate = fs::path(dir) / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return {};
+}
+
+/// A port that was free a moment ago (for nginx, which cannot report the one it picked).
+std::uint16_t free_port() {
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (!fd || ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    throw std::system_error(errno, std::generic_category(), "pick a free port on 127.0.0.1");
+  return ntohs(addr.sin_port);
+}
+
+bool accepts_connections(std::uint16_t port) {
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  return fd && ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+}
+
+std::string arg_value(const std::vector<std::string>& args, const std::string& flag,
+                      const std::string& fallback) {
+  for (std::size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == flag) return args[i + 1];
+  for (const auto& a : args)
+    if (a.starts_with(flag + "=")) return a.substr(flag.size() + 1);
+  return fallback;
+}
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (std::size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
+    s.replace(pos, from.size(), to);
+  return s;
+}
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+}  // namespace
+
+/// A server process for one row: cm-server, nginx or node, on a port of its own.
+class RunningServer {
+ public:
+  RunningServer(const Target& target, const Profile& profile, const Settings& settings,
+                const std::string& tag)
+      : tree_(target.kind == ServerKind::peer) {
+    const fs::path log = settings.work_dir / (tag + ".log");
+    std::error_code ignored;
+    fs::remove(log, ignored);
+    if (target.name == "nginx") {
+      start_nginx(profile, settings, tag, log);
+    } else {
+      const fs::path port_file = settings.work_dir / (tag + ".port");
+      fs::remove(port_file, ignored);
+      std::vector<std::string> argv;
+      if (target.name == "node") {
+        argv = {find_program("node").string(),
+                (settings.source_dir / "harness/peers/delay-server.js").string(), "--port", "0",
+                "--port-file", port_file.string()};
+      } else {
+        argv = {(settings.bin_dir / "cm-server").string(), "--model", target.name, "--host",
+                "127.0.0.1", "--port", "0", "--port-file", port_file.string()};
+        if (target.kind == ServerKind::blocking) {
+          argv.insert(argv.end(), {"--threads", std::to_string(profile.blocking_workers)});
+        } else {
+          argv.insert(argv.end(), {"--threads", std::to_string(settings.loops),
+                                   "--blocking-threads", std::to_string(profile.pool)});
+        }
+        argv.insert(argv.end(), target.variant.server_args.begin(), target.variant.server_args.end());
+      }
+      command_ = argv;
+      child_.emplace(argv, settings.server_cpus, log);
+      const auto deadline = clock_type::now() + std::chrono::seconds(15);
+      for (;;) {
+        const std::string text = read_file(port_file);
+        if (!text.empty() && text.back() == '\n') {
+          port_ = static_cast<std::uint16_t>(std::stoul(text));
+          break;
+        }
+        if (!child_->running())
+          throw std::runtime_error(target.name + " exited at start: " + tail(log));
+        if (clock_type::now() > deadline)
+          throw std::runtime_error(target.name + " wrote no port within 15 s: " + tail(log));
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
+  }
+
+  std::uint16_t port() const { return port_; }
+  pid_t pid() const { return child_->pid(); }
+  const std::vector<std::string>& command() const { return command_; }
+  /// CPU seconds of the server (its whole process tree for a peer).
+  double cpu_seconds() const { return tree_ ? tree_cpu_seconds(pid()) : process_cpu_seconds(pid()); }
+  std::uint64_t status_kib(const std::string& key) const {
+    return tree_ ? tree_status_kib(pid(), key) : process_status_kib(pid(), key);
+  }
+  bool running() { return child_->running(); }
+  std::string stop() { return child_->stop(); }
+
+ private:
+  void start_nginx(const Profile&, const Settings& settings, const std::string& tag,
+                   const fs::path& log) {
+    const fs::path nginx = find_program("nginx");
+    const fs::path prefix = settings.work_dir / ("nginx-" + tag);
+    fs::create_directories(prefix);
+    const std::string templ = read_file(settings.source_dir / "harness/peers/nginx.conf.in");
+    if (templ.empty()) throw std::runtime_error("harness/peers/nginx.conf.in is missing");
+    const unsigned workers = std::max<std::size_t>(1, settings.server_cpus.size());
+    // The port is picked free, then handed to nginx: another process may take it meanwhile,
+    // so a start that fails is tried again on a new port.
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      port_ = free_port();
+      std::string conf = replace_all(templ, "@PORT@", std::to_string(port_));
+      conf = replace_all(conf, "@WORKERS@", std::to_string(workers));
+      conf = replace_all(conf, "@PREFIX@", prefix.string());
+      std::ofstream(prefix / "nginx.conf") << conf;
+      command_ = {nginx.string(), "-e", (prefix / "error.log").string(), "-p", prefix.string() + "/",
+                  "-c", (prefix / "nginx.conf").string()};
+      child_.emplace(command_, settings.server_cpus, log);
+      const auto deadline = clock_type::now() + std::chrono::seconds(10);
+      while (child_->running() && !accepts_connections(port_) && clock_type::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (child_->running() && accepts_connections(port_)) return;
+      child_->stop();
+    }
+    throw std::runtime_error("nginx did not start: " + tail(prefix / "error.log") + " " + tail(log));
+  }
+
+  bool tree_;
+  std::optional<Child> child_;
+  std::uint16_t port_ = 0;
+  std::vector<std::string> command_;
+};
+
+std::vector<std::string> built_models(const fs::path& cm_server) {
+  const std::string cmd = "'" + cm_server.string() + "' --list-models";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (!pipe) throw std::system_error(errno, std::generic_category(), "run " + cmd);
+  std::vector<std::string> names;
+  char line[512];
+  while (std::fgets(line, sizeof line, pipe)) {
+    std::istringstream in(line);
+    std::string name;
+    if (in >> name) names.push_back(name);
+  }
+  const int status = ::pclose(pipe);
+  if (status != 0 || names.empty())
+    throw std::system_error(ECHILD, std::generic_category(),
+                            cmd + " failed (" + describe_wait_status(status) + "): is cm-server built?");
+  return names;
+}
+
+std::vector<Target> plan_targets(const Profile& profile, const std::vector<std::string>& built,
+                                 const std::vector<std::string>& only, bool peers,
+                                 std::vector<std::string>& skipped) {
+  for (const auto& name : only) {
+    const bool known = std::find(built.begin(), built.end(), name) != built.end();
+    const bool peer = name == "nginx" || name == "node";
+    if (!known && !peer)
+      throw std::invalid_argument("--models: \"" + name + "\" is not a built model (built: " +
+                                  [&] {
+                                    std::string s;
+                                    for (const auto& b : built) s += (s.empty() ? "" : ", ") + b;
+                                    return s;
+                                  }() + ")");
+  }
+  auto wanted = [&](const std::string& name) {
+    return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
+  };
+  std::vector<Target> targets;
+  for (const auto& name : built) {
+    if (!wanted(name)) continue;
+    const ServerKind kind = name == "blocking" ? ServerKind::blocking : ServerKind::async;
+    if (profile.models == "async" && kind == ServerKind::blocking) continue;
+    for (const auto& v : profile.variants) targets.push_back({name, kind, v});
+  }
+  if (peers) {
+    for (const auto& peer : profile.peers) {
+      if (!only.empty() && !wanted(peer)) continue;
+      if (find_program(peer).empty()) {
+        skipped.push_back(peer + ": not installed (scripts/install-deps installs " +
+                          (peer == "nginx" ? "nginx-light" : "nodejs") + ")");
+        continue;
+      }
+      targets.push_back({peer, ServerKind::peer, {"-", {}}});
+    }
+  }
+  return targets;
+}
+
+ServerShape shape_of(const Target& target, const Profile& profile, const Settings& settings) {
+  ServerShape s;
+  s.kind = target.kind;
+  s.workers = profile.blocking_workers;
+  s.loops = settings.loops;
+  s.pool = profile.pool;
+  s.offload = arg_value(target.variant.server_args, "--offload", "standard");
+  s.wait_mode = arg_value(target.variant.server_args, "--wait-mode", "timer");
+  return s;
+}
+
+std::vector<Row> rows_for(const Target& target, const std::vector<Row>& rows) {
+  std::vector<Row> out;
+  for (const auto& r : rows) {
+    if (target.name == "nginx" && r.path != "/plaintext") continue;
+    if (target.name == "node" && r.path != "/plaintext" && !r.path.starts_with("/delay/")) continue;
+    out.push_back(r);
+  }
+  return out;
+}
+
+ValidationPlan validation_plan_for(const Target& target, const std::vector<Row>& rows) {
+  ValidationPlan plan;
+  // Every model implements the whole route spec: its /delay is always validated.
+  plan.delay = target.kind != ServerKind::peer;
+  for (const auto& r : rows) {
+    if (r.path == "/plaintext") plan.plaintext = true;
+    if (r.path.starts_with("/delay/")) plan.delay = true;
+    if (r.path.starts_with("/block/")) plan.block = true;
+    if (r.path.starts_with("/cpu/") && r.compute_us > 0) plan.cpu_us.push_back(static_cast<unsigned>(r.compute_us));
+  }
+  return plan;
+}
+
+double cpu_between(const std::vector<std::pair<double, double>>& samples, double t0, double t1) {
+  if (samples.empty()) return 0;
+  auto at = [&](double t) {
+    if (t <= samples.front().first) return samples.front().second;
+    if (t >= samples.back().first) return samples.back().second;
+    const auto it = std::lower_bound(samples.begin(), samples.end(), std::make_pair(t, -1e300));
+    const auto& [ta, ca] = *(it - 1);
+    const auto& [tb, cb] = *it;
+    return tb > ta ? ca + (cb - ca) * (t - ta) / (tb - ta) : cb;
+  };
+  return std::max(0.0, at(t1) - at(t0));
+}
+
+namespace {
+
+std::string threads_description(const Target& target, const ServerShape& shape, const Settings& settings) {
+  switch (target.kind) {
+    case ServerKind::blocking:
+      return std::to_string(shape.workers) + " workers";
+    case ServerKind::async:
+      return std::to_string(shape.loops) + (shape.loops == 1 ? " loop" : " loops") + ", pool " +
+             std::to_string(shape.pool);
+    case ServerKind::peer:
+      if (target.name == "nginx") {
+        const auto n = std::max<std::size_t>(1, settings.server_cpus.size());
+        return std::to_string(n) + (n == 1 ? " worker process" : " worker processes");
+      }
+      return "1 event loop";
+  }
+  return "";
+}
+
+/// Runs cm-load against a fresh server for one row and prices it.
+RowResult run_row(const Target& target, const Profile& profile, const Settings& settings,
+                  const Row& row, std::optional<double> cpu_rps, int index) {
+  const ServerShape shape = shape_of(target, profile, settings);
+  RowResult r;
+  r.server = target.name;
+  r.variant = target.variant.name;
+  r.threads = threads_description(target, shape, settings);
+  r.row = row;
+  const std::string tag = target.name + "-" + target.variant.name + "-" + std::to_string(index);
+
+  RunningServer server(target, profile, settings, tag);
+  // Let the server settle (threads started, first allocations done) before the baseline.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  r.idle_rss_kib = server.status_kib("VmRSS");
+
+  const fs::path json_file = settings.work_dir / (tag + ".load.json");
+  const fs::path load_log = settings.work_dir / (tag + ".load.log");
+  std::error_code ignored;
+  fs::remove(json_file, ignored);
+  fs::remove(load_log, ignored);
+  std::vector<std::string> argv{(settings.bin_dir / "cm-load").string(),
+                                "http://127.0.0.1:" + std::to_string(server.port()) + row.path,
+                                "--connections", std::to_string(row.connections),
+                                "--threads", std::to_string(settings.load_threads),
+                                "--duration", fmt("%g", profile.duration_s),
+                                "--warmup", fmt("%g", profile.warmup_s),
+                                "--timeout", std::to_string(effective_timeout_ms(profile, row)),
+                                "--json", json_file.string(), "--quiet"};
+  if (row.delay) argv.insert(argv.end(), {"--delay", *row.delay});
+
+  // The server's CPU time, sampled every 50 ms while the load runs.
+  std::vector<std::pair<double, double>> samples;
+  std::mutex samples_mutex;
+  std::jthread sampler([&](std::stop_token stop) {
+    while (!stop.stop_requested()) {
+      try {
+        const double cpu = server.cpu_seconds();
+        std::lock_guard lock(samples_mutex);
+        samples.emplace_back(now_s(), cpu);
+      } catch (const std::exception&) {
+        return;  // the server is gone; the row reports it below
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  const double started = now_s();
+  Child load(argv, settings.load_cpus, load_log);
+  const auto limit = std::chrono::seconds(static_cast<long>(profile.warmup_s + profile.duration_s) + 120);
+  const auto status = load.wait_for(std::chrono::duration_cast<std::chrono::milliseconds>(limit));
+  const double exited = now_s();
+  if (server.running()) {
+    try {
+      r.peak_rss_kib = server.status_kib("VmHWM");
+    } catch (const std::exception&) {
+    }
+  }
+  sampler.request_stop();
+  sampler.join();
+  const bool server_alive = server.running();
+  const std::string stopped = server.stop();
+
+  if (!status) {
+    load.stop();
+    r.error = "cm-load did not finish within " + std::to_string(limit.count()) + " s";
+    return r;
+  }
+  if (!server_alive) r.notes.push_back("the server exited during the row (" + stopped + ")");
+  else if (stopped != "exit 0") r.notes.push_back("the server ended with " + stopped + " on SIGTERM");
+  if (*status != 0 && !fs::exists(json_file)) {
+    r.error = "cm-load " + describe_wait_status(*status) + ": " + tail(load_log);
+    return r;
+  }
+  try {
+    std::ifstream in(json_file);
+    r.load = json::parse(in);
+    r.connections_open = r.load.at("connections_open").get<unsigned>();
+    r.rps = r.load.at("rps").get<double>();
+    r.served = served_connections(r.rps, r.load.at("latency_us").at("mean").get<double>());
+    const double window = r.load.at("duration_s").get<double>();
+    // The window is the last `duration_s` before cm-load exited (it stops when the window ends).
+    std::lock_guard lock(samples_mutex);
+    r.server_cpu_s = cpu_between(samples, exited - window, exited);
+    const double cpus = std::max<std::size_t>(1, settings.server_cpus.empty()
+                                                     ? static_cast<std::size_t>(std::thread::hardware_concurrency())
+                                                     : settings.server_cpus.size());
+    r.server_busy = window > 0 ? r.server_cpu_s / (window * cpus) : 0;
+    const double load_cpus = std::max<std::size_t>(1, settings.load_cpus.empty()
+                                                          ? static_cast<std::size_t>(std::thread::hardware_concurrency())
+                                                          : settings.load_cpus.size());
+    r.load_busy = r.load.at("client_cpu_s").get<double>() / ((exited - started) * load_cpus);
+  } catch (const std::exception& e) {
+    r.error = "cm-load's JSON (" + json_file.string() + ") is not what the contract says: " + e.what();
+    return r;
+  }
+  if (*status != 0) r.notes.push_back("cm-load " + describe_wait_status(*status) + ": " + tail(load_log, 1));
+
+  // Price it.
+  const auto& delay = r.load.at("delay_ms");
+  const double mean_delay = delay.is_object() ? delay.at("mean").get<double>() : row.mean_delay_ms;
+  CeilingInputs in;
+  in.connections = r.connections_open;
+  in.mean_delay_ms = mean_delay;
+  in.threads = waiting_threads(shape, row.path);
+  in.cpu_rps = row.cpu_ceiling ? std::optional<double>(r.rps) : cpu_rps;
+  in.compute_us = row.compute_us;
+  in.server_cpus = static_cast<unsigned>(std::max<std::size_t>(1, settings.server_cpus.size()));
+  r.ceilings = compute_ceilings(in);
+  if (!row.cpu_ceiling) r.efficiency = efficiency(r.rps, r.ceilings);
+
+  // Say what the numbers alone do not.
+  if (r.connections_open < row.connections) {
+    std::string why;
+    for (const auto& [reason, count] : r.load.at("connect_failures").items())
+      why += (why.empty() ? "" : ", ") + reason + " x" + std::to_string(count.get<long long>());
+    r.notes.push_back("cm-load opened " + std::to_string(r.connections_open) + " of " +
+                      std::to_string(row.connections) + " connections" + (why.empty() ? "" : " (" + why + ")"));
+  }
+  if (mean_delay > 0 && r.connections_open > 0 && r.served < 0.9 * r.connections_open) {
+    const auto unserved = static_cast<long long>(std::llround(r.connections_open - r.served));
+    std::string note = "about " + fmt("%.0f", r.served) + " of " + std::to_string(r.connections_open) +
+                       " connections were served (rps x mean latency); the other ~" +
+                       std::to_string(unserved) + " got no answer during the run";
+    if (target.kind == ServerKind::blocking)
+      note += ": with keep-alive a worker serves one connection until it closes, so connections "
+              "beyond the " + std::to_string(shape.workers) + " workers wait in the accept queue "
+              "(a property of the model, not a validation failure)";
+    r.notes.push_back(note + "; cm-load counted " +
+                      std::to_string(r.load.at("errors").at("timeout").get<long long>()) + " timeouts");
+  }
+  if (r.efficiency && *r.efficiency < 0.97) {
+    r.notes.push_back("reached " + fmt("%.1f", *r.efficiency * 100) + "% of its " + r.ceilings.bound() +
+                      " ceiling; server CPU busy " + fmt("%.0f", r.server_busy * 100) + "% of " +
+                      std::to_string(in.server_cpus) + " CPU(s), cm-load CPU busy " +
+                      fmt("%.0f", r.load_busy * 100) + "%, p99 overshoot " +
+                      fmt("%.2f", r.load.at("overshoot_us").at("p99").get<double>() / 1000) + " ms, " +
+                      std::to_string(r.load.at("errors_total").get<long long>()) + " errors");
+  }
+  return r;
+}
+
+}  // namespace
+
+TargetResult price_target(const Target& target, const Profile& profile, const Settings& settings) {
+  TargetResult result;
+  result.target = target;
+  const auto rows = rows_for(target, expand_rows(profile));
+  const std::string label = target.name + (target.variant.name == "-" ? "" : " (" + target.variant.name + ")");
+  if (rows.empty()) {
+    result.refused = "no row of this profile applies to it";
+    return result;
+  }
+  // Validate on a server of its own, so the rows start from a fresh one.
+  try {
+    if (settings.progress) std::cerr << "cm-price: " << label << ": validating\n";
+    RunningServer server(target, profile, settings, target.name + "-" + target.variant.name + "-validate");
+    result.validation = validate_server(server.port(), validation_plan_for(target, rows));
+    server.stop();
+  } catch (const std::exception& e) {
+    result.refused = std::string("could not start: ") + e.what();
+    return result;
+  }
+  if (!result.validation.ok) {
+    result.refused = "failed validation: " + result.validation.failure;
+    return result;
+  }
+  result.priced = true;
+  std::optional<double> cpu_rps;
+  int index = 0;
+  for (const auto& row : rows) {
+    if (settings.progress) {
+      std::cerr << "cm-price: " << label << ": " << row.path << (row.delay ? " delay " + *row.delay + " ms" : "")
+                << ", " << row.connections << " connections, " << profile.warmup_s << " + "
+                << profile.duration_s << " s\n";
+    }
+    RowResult r;
+    try {
+      r = run_row(target, profile, settings, row, cpu_rps, index++);
+    } catch (const std::exception& e) {
+      r.server = target.name;
+      r.variant = target.variant.name;
+      r.row = row;
+      r.error = e.what();
+    }
+    if (row.cpu_ceiling && r.error.empty() && !cpu_rps) cpu_rps = r.rps;
+    result.rows.push_back(std::move(r));
+  }
+  return result;
+}
+
+}  // namespace cm::price
