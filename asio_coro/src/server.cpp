@@ -30,6 +30,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <memory>
 #include <mutex>
@@ -70,10 +71,12 @@ class AsioServer final : public Server {
 
   void start() override {
     try {
+      // With the io_uring backend the ring is set up here (by the acceptor's service), and the
+      // kernel may refuse it: old kernel, io_uring_disabled, seccomp.
       for (unsigned i = 0; i < options_.threads; ++i) loops_.push_back(std::make_unique<Loop>());
-    } catch (const std::system_error& e) {
-      // Only the io_uring backend can fail here (io_uring_queue_init refused by the kernel).
-      throw ModelUnavailable(e.code(), std::string(model()) + ": io_context: " + e.what());
+    } catch (const boost::system::system_error& e) {
+      loops_.clear();
+      throw ModelUnavailable(e.code(), std::string(model()) + ": " + e.what());
     }
     Listeners listeners = open_listeners(options_.host, options_.port, options_.threads,
                                          options_.backlog, /*nonblocking=*/true);
@@ -126,8 +129,9 @@ class AsioServer final : public Server {
 }  // namespace
 }  // namespace cm::asio_coro
 
+// The one symbol the shared asio_coro_uring library exports (see CMakeLists.txt).
 namespace cm::models {
-std::unique_ptr<Server> CM_CAT(make_, CM_ASIO_MODEL)(const ServerOptions& options) {
+__attribute__((visibility("default"))) std::unique_ptr<Server> CM_CAT(make_, CM_ASIO_MODEL)(const ServerOptions& options) {
   return std::make_unique<asio_coro::AsioServer>(options);
 }
 }  // namespace cm::models
