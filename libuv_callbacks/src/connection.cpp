@@ -22,7 +22,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-uv_handle_t* as_handle(auto* handle) { return reinterpret_cast<uv_handle_t*>(handle); }
+uv_handle_t* as_handle(auto* handle) {
+  return reinterpret_cast<uv_handle_t*>(handle);
+}
 
 }  // namespace
 
@@ -33,7 +35,9 @@ Connection::Connection(Loop& loop) : loop_(loop), session_(loop.shared.name) {
   ++loop.shared.open;
 }
 
-Connection::~Connection() { --loop_.shared.open; }
+Connection::~Connection() {
+  --loop_.shared.open;
+}
 
 void Connection::on_connection(uv_stream_t* listener, int status) {
   if (status < 0) return;  // EMFILE, ECONNABORTED, ...: one failed accept ends nothing else
@@ -56,7 +60,7 @@ void Connection::on_alloc(uv_handle_t* handle, std::size_t, uv_buf_t* buf) {
 
 void Connection::on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
   auto* c = static_cast<Connection*>(stream->data);
-  if (nread == 0) return;           // EAGAIN: nothing this time
+  if (nread == 0) return;            // EAGAIN: nothing this time
   if (nread < 0) return c->close();  // EOF or an error: this connection ends, silently
   if (c->lingering_) {               // after a closing reply: discard, within bounds
     c->lingered_ += static_cast<std::size_t>(nread);
@@ -101,7 +105,7 @@ void Connection::execute() {
           answer(step.reply);
         } else if (offload == Offload::pool ||
                    (offload == Offload::standard && std::is_same_v<Step, Block>)) {
-          queue_work();    // libuv's thread pool; on_work_done brings it back to this loop
+          queue_work();  // libuv's thread pool; on_work_done brings it back to this loop
         } else if (offload == Offload::thread) {
           start_thread();  // a thread per call; it posts itself back through loop_.wake
         } else {           // Now and Compute (and, inline, a Block) on the loop

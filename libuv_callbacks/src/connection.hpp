@@ -32,9 +32,9 @@ struct Shared {
 
   ServerOptions options;
   const std::string name = server_header("libuv_callbacks");  ///< outlives every Session
-  Sleeper sleeper;                       ///< every Block, and the sleep anti-pattern, sleep here
-  Admission admission;                   ///< Block (and more with --offload pool) in the pool
-  std::atomic<std::size_t> open{0};      ///< connections held, on every loop
+  Sleeper sleeper;                   ///< every Block, and the sleep anti-pattern, sleep here
+  Admission admission;               ///< Block (and more with --offload pool) in the pool
+  std::atomic<std::size_t> open{0};  ///< connections held, on every loop
 };
 
 /// One uv_loop_t with its listening socket, run by one thread. Everything here but what `mutex`
@@ -59,14 +59,14 @@ struct Loop {
   Shared& shared;
   uv_loop_t uv{};
   uv_tcp_t listener{};
-  uv_async_t wake{};                     ///< stop(), and offload threads that finished
-  std::mutex mutex;                      ///< guards the two below
-  std::vector<Connection*> finished;     ///< written by offload threads, drained by on_wake
-  bool stop_requested = false;           ///< written by stop(), read by on_wake
-  unsigned threads_running = 0;          ///< offload threads not yet joined
-  bool stopping = false;                 ///< the listener and the connections are closing
-  bool closed = false;                   ///< uv_loop_close() was called
-  LoopReport report;                     ///< how uv_loop_close() went, for tests
+  uv_async_t wake{};                  ///< stop(), and offload threads that finished
+  std::mutex mutex;                   ///< guards the two below
+  std::vector<Connection*> finished;  ///< written by offload threads, drained by on_wake
+  bool stop_requested = false;        ///< written by stop(), read by on_wake
+  unsigned threads_running = 0;       ///< offload threads not yet joined
+  bool stopping = false;              ///< the listener and the connections are closing
+  bool closed = false;                ///< uv_loop_close() was called
+  LoopReport report;                  ///< how uv_loop_close() went, for tests
   std::thread thread;
   /// NOTE: one read buffer per loop is enough. libuv calls alloc and then read, one read at a
   /// time, on this thread, and on_read copies the bytes into the Session before it returns.
@@ -120,20 +120,20 @@ class Connection {
   enum class Away : std::uint8_t { no, pool, thread };  ///< where the plan's work is running
 
   Loop& loop_;
-  uv_tcp_t tcp_{};          ///< the socket
-  uv_timer_t timer_{};      ///< header timeout, then the Wait, then the linger deadline
-  uv_write_t write_{};      ///< the response being written (one at a time)
-  uv_shutdown_t shutdown_{};///< the half-close of a lingering close
-  uv_work_t work_{};        ///< a plan in libuv's thread pool
-  std::thread thread_;      ///< a plan on its own thread (--offload thread)
+  uv_tcp_t tcp_{};            ///< the socket
+  uv_timer_t timer_{};        ///< header timeout, then the Wait, then the linger deadline
+  uv_write_t write_{};        ///< the response being written (one at a time)
+  uv_shutdown_t shutdown_{};  ///< the half-close of a lingering close
+  uv_work_t work_{};          ///< a plan in libuv's thread pool
+  std::thread thread_;        ///< a plan on its own thread (--offload thread)
   Session session_;
-  Plan plan_;               ///< the request being answered, with its reply
-  std::string out_;         ///< the response bytes; NOTE: unchanged until on_written
+  Plan plan_;        ///< the request being answered, with its reply
+  std::string out_;  ///< the response bytes; NOTE: unchanged until on_written
   std::chrono::steady_clock::time_point deadline_;  ///< when the Wait may be answered
-  std::size_t lingered_ = 0;  ///< bytes discarded while lingering
-  int handles_open_ = 2;      ///< tcp_ and timer_: freed when both close callbacks ran
+  std::size_t lingered_ = 0;                        ///< bytes discarded while lingering
+  int handles_open_ = 2;  ///< tcp_ and timer_: freed when both close callbacks ran
   Away away_ = Away::no;
-  bool work_ok_ = false;      ///< written by the offloaded work, read on the loop after it
+  bool work_ok_ = false;  ///< written by the offloaded work, read on the loop after it
   bool lingering_ = false;
   bool closing_ = false;
 };

@@ -9,13 +9,15 @@
 // why /block goes to libuv's thread pool (uv_queue_work) and comes back to the loop when done.
 //
 // What it needs: libuv >= 1.44 (Debian's libuv1-dev). 1.44 has no UV_TCP_REUSEPORT, so each loop's
-// listening socket is made with SO_REUSEPORT by cm::open_listeners and handed over with uv_tcp_open.
+// listening socket is made with SO_REUSEPORT by cm::open_listeners and handed over with
+// uv_tcp_open.
 //
 // Try:
 //   build/bin/cm-server --model libuv_callbacks --port 8080 --threads 1
 //   curl -v localhost:8080/delay/100
 //   for i in $(seq 100); do curl -s localhost:8080/delay/1000 & done; wait   # 1 s, not 100 s
-//   build/bin/cm-server --model libuv_callbacks --threads 1 --wait-mode sleep  # then the same: 100 s
+//   build/bin/cm-server --model libuv_callbacks --threads 1 --wait-mode sleep  # then the same: 100
+//   s
 //
 // Shape: one uv_loop_t per thread (--threads, default: the CPUs available), each with its own
 // listening socket and its own connections (connection.cpp); nothing is shared between loops but
@@ -37,7 +39,9 @@
 namespace cm::libuv_callbacks {
 namespace {
 
-uv_handle_t* as_handle(auto* handle) { return reinterpret_cast<uv_handle_t*>(handle); }
+uv_handle_t* as_handle(auto* handle) {
+  return reinterpret_cast<uv_handle_t*>(handle);
+}
 
 void check(int rc, const char* what) {
   if (rc != 0) throw std::system_error(-rc, std::generic_category(), what);  // -errno on Unix
@@ -86,8 +90,8 @@ void Loop::run() {
 }
 
 void Loop::close_loop() {
-  uv_walk(&uv, [](uv_handle_t*, void* n) { ++*static_cast<std::size_t*>(n); },
-          &report.handles_left);
+  uv_walk(
+      &uv, [](uv_handle_t*, void* n) { ++*static_cast<std::size_t*>(n); }, &report.handles_left);
   report.close_status = uv_loop_close(&uv);
   if (report.close_status != 0) {  // a handle was left open (a bug, or start() failed half-way)
     uv_walk(&uv, close_if_open, nullptr);
@@ -123,7 +127,8 @@ void Loop::on_wake(uv_async_t* wake) {
     done.swap(loop.finished);
     stop = loop.stop_requested;
   }
-  for (Connection* c : done) c->thread_done();
+  for (Connection* c : done)
+    c->thread_done();
 
   if (stop && !loop.stopping) {
     loop.stopping = true;
@@ -166,7 +171,8 @@ class UvServer final : public LibuvServer {
     port_ = listeners.port;
     // NOTE: each loop was set up on this thread; from here on only its own thread touches it
     // (std::thread's start is the hand-over), except for uv_async_send(&wake).
-    for (auto& loop : loops_) loop->thread = std::thread([&l = *loop] { l.run(); });
+    for (auto& loop : loops_)
+      loop->thread = std::thread([&l = *loop] { l.run(); });
     std::lock_guard lock(stop_mutex_);
     started_ = true;
   }
@@ -175,8 +181,10 @@ class UvServer final : public LibuvServer {
     std::lock_guard lock(stop_mutex_);
     if (!started_ || stopped_) return;
     shared_.sleeper.interrupt();  // a Block running in the pool or a thread, or a sleep, ends now
-    for (auto& loop : loops_) loop->request_stop();
-    for (auto& loop : loops_) loop->thread.join();
+    for (auto& loop : loops_)
+      loop->request_stop();
+    for (auto& loop : loops_)
+      loop->thread.join();
     stopped_ = true;
   }
 
@@ -184,7 +192,8 @@ class UvServer final : public LibuvServer {
     std::lock_guard lock(stop_mutex_);
     std::vector<LoopReport> reports;
     if (stopped_) {
-      for (const auto& loop : loops_) reports.push_back(loop->report);
+      for (const auto& loop : loops_)
+        reports.push_back(loop->report);
     }
     return reports;
   }

@@ -79,7 +79,7 @@ TEST_P(StopWithWaitingRequests, EveryLoopClosesWithNoHandleLeft) {
   }
   clients.push_back(Client::connect(server->port()));
   ASSERT_TRUE(clients.back().send("GET /delay/1 HTTP/1.1\r\nHo"));  // a partial head
-  clients.push_back(Client::connect(server->port()));                // idle
+  clients.push_back(Client::connect(server->port()));               // idle
 
   const auto held = clients.size() + 1;
   for (auto deadline = Clock::now() + 5s;
@@ -92,7 +92,8 @@ TEST_P(StopWithWaitingRequests, EveryLoopClosesWithNoHandleLeft) {
   const auto stop_started = Clock::now();
   ASSERT_NO_FATAL_FAILURE(expect_clean_stop(*server, 2));
   EXPECT_LT(Clock::now() - stop_started, 30s) << "stop waited for a 30 s request";
-  for (auto& c : clients) EXPECT_TRUE(c.closed_by_peer(5s));
+  for (auto& c : clients)
+    EXPECT_TRUE(c.closed_by_peer(5s));
 }
 
 INSTANTIATE_TEST_SUITE_P(Offload, StopWithWaitingRequests,
@@ -129,7 +130,8 @@ TEST(LibuvCallbacks, FullPoolAnswers503WithRetryAfterAndRecovers) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 503);
   EXPECT_EQ(r->header("Retry-After"), "1");
-  for (auto& c : admitted) EXPECT_FALSE(c.readable_now()) << "a 1.5 s block answered already";
+  for (auto& c : admitted)
+    EXPECT_FALSE(c.readable_now()) << "a 1.5 s block answered already";
 
   // The loop is not blocked by the pool: a Now is answered while every pool thread sleeps.
   ASSERT_TRUE(refused.send(get_request("/plaintext")));
