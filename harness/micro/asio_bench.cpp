@@ -11,6 +11,12 @@
 //    joined), a detached std::thread exactly like aeronet's deferWork, and the model's
 //    asio::thread_pool of ServerOptions::blocking_threads threads. All resume on the io_context.
 //
+// The same file is compiled a second time, on Asio's io_uring backend (BOOST_ASIO_HAS_IO_URING,
+// BOOST_ASIO_DISABLE_EPOLL, as the asio_coro_uring model), into a shared library of its own whose
+// benchmarks are named BM_asio_uring_* and BM_offload_asio_uring_*. It has to be a separate
+// library: Asio is header-only, and its headers compiled twice with different macros in one
+// program would break the one-definition rule (see asio_coro/CMakeLists.txt).
+//
 // Try: build/bin/cm-micro --benchmark_filter='asio'
 
 #include <benchmark/benchmark.h>
@@ -25,8 +31,14 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/version.hpp>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <exception>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -36,10 +48,40 @@ namespace asio = boost::asio;
 
 namespace {
 
+#ifdef CM_MICRO_ASIO_URING
+constexpr std::string_view group = "asio_uring";  ///< BM_asio_uring_*, BM_offload_asio_uring_*
+[[maybe_unused]] const bool context_added = [] {
+  benchmark::AddCustomContext("asio_uring_backend",
+                              "BOOST_ASIO_HAS_IO_URING, BOOST_ASIO_DISABLE_EPOLL");
+  return true;
+}();
+#else
+constexpr std::string_view group = "asio";  ///< BM_asio_*, BM_offload_asio_*
 [[maybe_unused]] const bool context_added = [] {
   benchmark::AddCustomContext("boost", BOOST_LIB_VERSION);
   return true;
 }();
+#endif
+
+/// A single-threaded io_context (concurrency hint 1, as the model's), or nothing and the
+/// benchmark skipped: on the io_uring backend the kernel may refuse the ring. With
+/// CM_URING_SIMULATE_ENOSYS=1 that refusal is simulated, as the io_uring runtime does.
+std::unique_ptr<asio::io_context> open_loop(benchmark::State& state) {
+  try {
+#ifdef CM_MICRO_ASIO_URING
+    const char* simulate = std::getenv("CM_URING_SIMULATE_ENOSYS");
+    if (simulate && std::string_view(simulate) == "1") {
+      throw std::system_error(ENOSYS, std::generic_category(), "simulated");
+    }
+#endif
+    return std::make_unique<asio::io_context>(1);
+  } catch (const std::system_error& error) {
+    const std::string why = (group == "asio" ? "io_context: " : "io_uring unavailable: ") +
+                            error.code().message();
+    state.SkipWithError(why.c_str());
+    return nullptr;
+  }
+}
 
 /// Runs `body(state)` as one coroutine on a fresh single-threaded io_context until it returns.
 /// An exception in the coroutine comes out of io_context::run().
@@ -47,11 +89,12 @@ namespace {
 // frame until io.run() has returned, so the coroutine never outlives it.
 template <typename Body>
 void run_on_loop(benchmark::State& state, Body body) {
-  asio::io_context io{1};
-  asio::co_spawn(io, body(state), [](std::exception_ptr error) {
+  std::unique_ptr<asio::io_context> io = open_loop(state);
+  if (!io) return;
+  asio::co_spawn(*io, body(state), [](std::exception_ptr error) {
     if (error) std::rethrow_exception(error);
   });
-  io.run();
+  io->run();
 }
 
 void BM_asio_post_resume(benchmark::State& state) {
@@ -73,19 +116,20 @@ void BM_asio_timer_zero(benchmark::State& state) {
   });
 }
 
-asio::awaitable<void> finish_at_once(int& finished) {
+asio::awaitable<void> finish_at_once(long& finished) {
   ++finished;
   co_return;
 }
 
 /// co_spawn a coroutine (as an accept loop spawns a connection) and run the loop until it is done.
 void BM_asio_co_spawn(benchmark::State& state) {
-  asio::io_context io{1};
-  int finished = 0;
+  std::unique_ptr<asio::io_context> io = open_loop(state);
+  if (!io) return;
+  long finished = 0;
   for (auto _ : state) {
-    asio::co_spawn(io, finish_at_once(finished), asio::detached);
-    io.run();
-    io.restart();
+    asio::co_spawn(*io, finish_at_once(finished), asio::detached);
+    io->run();
+    io->restart();
   }
   if (finished != state.iterations()) state.SkipWithError("a spawned coroutine did not finish");
   state.SetItemsProcessed(state.iterations());
@@ -93,7 +137,7 @@ void BM_asio_co_spawn(benchmark::State& state) {
 
 void BM_asio_await_child(benchmark::State& state) {
   run_on_loop(state, [](benchmark::State& s) -> asio::awaitable<void> {
-    int finished = 0;
+    long finished = 0;
     for (auto _ : s) co_await finish_at_once(finished);
     if (finished != s.iterations()) s.SkipWithError("a child coroutine did not finish");
     s.SetItemsProcessed(s.iterations());
@@ -163,12 +207,31 @@ void BM_offload_asio_pool(benchmark::State& state) {
   pool.join();
 }
 
+/// Registered by name, so that the same file compiled on Asio's io_uring backend (as the
+/// asio_coro_uring model is) gives BM_asio_uring_* next to BM_asio_*.
+[[maybe_unused]] const bool registered = [] {
+  const std::string primitive = "BM_" + std::string(group) + "_";
+  const std::string offload = "BM_offload_" + std::string(group) + "_";
+  benchmark::RegisterBenchmark((primitive + "post_resume").c_str(), BM_asio_post_resume);
+  benchmark::RegisterBenchmark((primitive + "timer_zero").c_str(), BM_asio_timer_zero);
+  benchmark::RegisterBenchmark((primitive + "co_spawn").c_str(), BM_asio_co_spawn);
+  benchmark::RegisterBenchmark((primitive + "await_child").c_str(), BM_asio_await_child);
+  benchmark::RegisterBenchmark((offload + "thread").c_str(), BM_offload_asio_thread)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark((offload + "thread_detached").c_str(),
+                               BM_offload_asio_thread_detached)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark((offload + "pool").c_str(), BM_offload_asio_pool)->UseRealTime();
+  return true;
+}();
+
 }  // namespace
 
-BENCHMARK(BM_asio_post_resume);
-BENCHMARK(BM_asio_timer_zero);
-BENCHMARK(BM_asio_co_spawn);
-BENCHMARK(BM_asio_await_child);
-BENCHMARK(BM_offload_asio_thread)->UseRealTime();
-BENCHMARK(BM_offload_asio_thread_detached)->UseRealTime();
-BENCHMARK(BM_offload_asio_pool)->UseRealTime();
+#ifdef CM_MICRO_ASIO_URING
+/// The one symbol the io_uring variant's shared library exports: cm-micro refers to it, so the
+/// library is loaded (and its benchmarks registered) whatever the linker's --as-needed says.
+extern "C" __attribute__((visibility("default"))) int cm_micro_asio_uring_linked() { return 1; }
+#elif defined(CM_MICRO_LINK_ASIO_URING)
+extern "C" int cm_micro_asio_uring_linked();
+[[maybe_unused]] static const int asio_uring_linked = cm_micro_asio_uring_linked();
+#endif
