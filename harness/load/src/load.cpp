@@ -29,14 +29,17 @@
 namespace cm::load {
 namespace {
 
-/// Ports one (source, destination) pair can hold, from the kernel's ephemeral range, minus a
-/// margin for the ports other programs hold.
-unsigned ports_per_source() {
+/// Connections one source address should carry to one server port. The kernel's ephemeral range
+/// gives about 28,000 ports per (source, destination) pair, but connect() prefers even ports and
+/// searches linearly once they run out: measured here, 16,000 connections opened three times
+/// faster from 4 source addresses than from one. So auto mode takes a new 127.0.0.x every quarter
+/// range (about 7,000 connections).
+unsigned connections_per_source() {
   std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
   unsigned lo = 32768, hi = 60999;
   in >> lo >> hi;
   unsigned range = hi > lo ? hi - lo + 1 : 1;
-  return range > 2000 ? range - 1000 : range;
+  return std::max(range / 4, 1u);
 }
 
 /// Raises the soft open-files limit to the hard one; returns the new soft limit.
@@ -189,13 +192,14 @@ Result run(const Options& options) {
   unsigned threads = std::min(options.threads, options.connections);
   raise_open_files_limit();
 
-  // --- source addresses: each 127.0.0.x holds ~28,000 connections to one server port --------
+  // --- source addresses: spread over 127.0.0.x so that connect() finds free ports fast ------
   bool loopback = (ntohl(target.server.sin_addr.s_addr) >> 24) == 127;
   unsigned sources = options.source_addresses;
   if (sources == 0) {
-    unsigned per = ports_per_source();
-    sources = loopback ? (options.connections + per - 1) / per : 1;
+    unsigned per = connections_per_source();
+    sources = loopback ? std::min(254u, (options.connections + per - 1) / per) : 1;
   }
+  sources = std::max(sources, 1u);
   if (sources > 254) throw std::invalid_argument("--source-addresses must be in 1..254");
   if (sources > 1 && !loopback)
     throw std::invalid_argument("several source addresses are only for 127.0.0.x targets");
@@ -252,9 +256,15 @@ Result run(const Options& options) {
   // --- time the phases -------------------------------------------------------------------------
   Progress progress(options.progress ? options.log : nullptr, workers, options.connections);
   double cpu_at_start = cpu_seconds();
-  while (shared.resolved.load() < options.connections) {
+  // The connect phase ends when every first attempt has ended, or when none has for --timeout
+  // (a server that stopped accepting: the slots still trying go on in the background).
+  unsigned resolved = 0;
+  std::int64_t last_progress = now_ns();
+  while ((resolved = shared.resolved.load()) < options.connections) {
     progress.sleep_until(now_ns() + 10'000'000, "connect", shared);
     if (any_failure.load()) stop_all();
+    if (shared.resolved.load() != resolved) last_progress = now_ns();
+    if (now_ns() - last_progress > target.timeout_ns) break;
   }
 
   Result result;
@@ -284,6 +294,7 @@ Result run(const Options& options) {
     first.connections_requested = options.connections;
     first.connections_open = opened;
     first.source_addresses = sources;
+    first.still_connecting = options.connections - std::min(options.connections, resolved);
     for (const auto& w : workers)
       for (const auto& [reason, n] : w->connect_failures()) first.connect_failures[reason] += n;
     if (options.log) *options.log << connection_line(first) << std::endl;
@@ -363,6 +374,7 @@ std::string connection_line(const Result& r) {
   s << "cm-load: opened " << r.connections_open << " of " << r.connections_requested
     << " connections";
   if (r.source_addresses > 1) s << " from 127.0.0.1-" << r.source_addresses;
+  if (r.still_connecting) s << " (" << r.still_connecting << " still connecting)";
   if (r.connect_failures.empty()) {
     s << "; none failed";
   } else {

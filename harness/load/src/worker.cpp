@@ -157,9 +157,7 @@ void Worker::run() {
   if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, shared_.stop_event.get(), &stop_ev) != 0)
     throw std::system_error(errno, std::generic_category(), "epoll_ctl(stop event)");
 
-  // Connect in slot order: the queue is taken from the back.
-  for (unsigned i = static_cast<unsigned>(connections_.size()); i-- > 0;)
-    connect_queue_.push_back(i);
+  for (unsigned i = 0; i < connections_.size(); ++i) connect_queue_.push_back(i);
   pump_connects();
 
   epoll_event events[kMaxEvents];
@@ -190,8 +188,10 @@ void Worker::run() {
 void Worker::pump_connects() {
   while (connecting_ < kConnectBatch && !connect_queue_.empty() &&
          !shared_.stop.load(std::memory_order_relaxed)) {
-    unsigned slot = connect_queue_.back();
-    connect_queue_.pop_back();
+    // First in, first out: reopened connections queue behind every first attempt, so a server
+    // that drops connections cannot stretch the connect phase by starving the slots not yet open.
+    unsigned slot = connect_queue_.front();
+    connect_queue_.pop_front();
     start_connect(connections_[slot]);
   }
 }

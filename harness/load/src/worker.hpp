@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 
 #include <atomic>
+#include <deque>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -103,7 +104,7 @@ class Worker {
   Shared& shared_;
   cm::Fd epoll_;
   std::vector<Connection> connections_;  // never resized: llhttp_t::data points into it
-  std::vector<unsigned> connect_queue_;  // slots waiting to (re)connect, taken from the back
+  std::deque<unsigned> connect_queue_;   // slots waiting to connect: first attempts, then reopens
   unsigned connecting_ = 0;              // connects in flight (bounded by kConnectBatch)
   unsigned first_slot_;
   std::string fixed_request_;            // the request bytes when the URL has no {ms}
