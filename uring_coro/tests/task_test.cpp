@@ -121,6 +121,11 @@ Task<int> sum_of_ones(int count) {
 }
 
 TEST_F(TaskTest, SymmetricTransferKeepsTheStackFlat) {
+#if defined(__SANITIZE_ADDRESS__)
+  // GCC's AddressSanitizer instrumentation stops the tail call that symmetric transfer relies on,
+  // so under CM_SANITIZE each transfer is a nested call. The optimised builds run this test.
+  GTEST_SKIP() << "symmetric transfer is not a tail call under AddressSanitizer (GCC)";
+#endif
   // Each co_await starts a task that ends at once; without symmetric transfer every end would
   // resume its awaiter from inside the callee, and a million of them would overflow the stack.
   EXPECT_EQ(sync_wait(sum_of_ones(1'000'000)), 1'000'000);
