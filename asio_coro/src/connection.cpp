@@ -16,9 +16,11 @@
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <array>
 #include <chrono>
+#include <optional>
 #include <tuple>
 #include <variant>
 
@@ -85,20 +87,27 @@ awaitable<bool> perform_here(const Plan& plan, Sleeper& sleeper) {
 /// awaiting coroutine's executor. A full pool answers 503 instead.
 awaitable<bool> offload(Plan& plan, Shared& shared) {
   if (shared.options.offload == Offload::thread) {
-    // A new thread for this one call (aeronet's deferWork); ~thread_pool joins it.
-    asio::thread_pool one_thread(1);
-    co_return co_await asio::co_spawn(one_thread, perform_here(plan, shared.sleeper),
-                                      use_awaitable);
+    std::optional<asio::thread_pool> one_thread;  // a new thread for this one call (deferWork)
+    try {
+      one_thread.emplace(1);
+    } catch (const boost::system::system_error&) {  // the system refused another thread
+      reply_of(plan) = service_unavailable();
+      co_return true;
+    }
+    co_return co_await asio::co_spawn(*one_thread, perform_here(plan, shared.sleeper),
+                                      use_awaitable);  // then ~thread_pool joins the thread
   }
   if (!shared.admission.try_acquire()) {
     reply_of(plan) = service_unavailable();
     co_return true;
   }
+  struct Slot {
+    Admission& admission;
+    ~Slot() { admission.release(); }
+  } slot{shared.admission};
   // NOTE: `plan` lives in serve_connection's frame, suspended here until the pool is done with it.
-  const bool done =
-      co_await asio::co_spawn(shared.pool, perform_here(plan, shared.sleeper), use_awaitable);
-  shared.admission.release();
-  co_return done;
+  co_return co_await asio::co_spawn(shared.pool, perform_here(plan, shared.sleeper),
+                                    use_awaitable);
 }
 
 /// Whether this kind of step leaves the loop under the configured --offload mode.

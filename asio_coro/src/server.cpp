@@ -23,7 +23,8 @@
 // connections outright: no strand, no lock on the I/O path. Each loop runs accept_loop(), which
 // co_spawns serve_connection() (connection.cpp) per client. stop() interrupts the blocking calls,
 // posts close_all() to every loop (close the acceptor, close every socket, cancel every timer),
-// and joins: a loop's run() returns only once every coroutine on it has finished.
+// and joins: a loop's run() returns only once every coroutine on it has finished. Then it
+// destroys the io_contexts, which closes their own descriptors.
 
 #include <sys/socket.h>
 
@@ -106,6 +107,7 @@ class AsioServer final : public Server {
     for (auto& loop : loops_) asio::post(loop->io, [&l = *loop] { l.close_all(); });
     for (auto& thread : threads_) thread.join();  // run() returns: no coroutine is left
     shared_->pool.join();
+    loops_.clear();  // the io_contexts' own fds (epoll or the ring, eventfd, timerfd)
     stopped_ = true;
   }
 
