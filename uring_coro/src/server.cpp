@@ -64,8 +64,11 @@ std::unique_ptr<uring::Ring> make_ring() {
     return std::make_unique<uring::Ring>();
   } catch (const std::system_error& e) {
     if (!uring::means_unavailable(e)) throw;
-    throw ModelUnavailable(e.code(), "uring_coro: io_uring is not available here (" +
-                                         std::string(e.what()) + io_uring_disabled_setting() + ")");
+    // what() gains ": <the errno's text>" from system_error.
+    throw ModelUnavailable(e.code(),
+                           "uring_coro: io_uring is not available here "
+                           "(io_uring_queue_init failed" +
+                               io_uring_disabled_setting() + ")");
   }
 }
 
