@@ -77,7 +77,11 @@ class AsioServer final : public Server {
       for (unsigned i = 0; i < options_.threads; ++i) loops_.push_back(std::make_unique<Loop>());
     } catch (const boost::system::system_error& e) {
       loops_.clear();
-      throw ModelUnavailable(e.code(), std::string(model()) + ": " + e.what());
+#if defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
+      throw ModelUnavailable(e.code(), std::string(model()) + ": io_uring refused by the kernel");
+#else
+      throw std::system_error(e.code(), std::string(model()) + ": io_context");
+#endif
     }
     Listeners listeners = open_listeners(options_.host, options_.port, options_.threads,
                                          options_.backlog, /*nonblocking=*/true);
