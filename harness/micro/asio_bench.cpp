@@ -2,7 +2,9 @@
 // (awaitable, co_spawn) on one io_context run by one thread.
 //
 //  - BM_asio_post_resume: `co_await post(executor, use_awaitable)`, the boost.async seed's
-//    "posting to an executor" benchmark (a loop of posts inside one coroutine).
+//    "posting to an executor" benchmark (a loop of posts inside one coroutine), on a loop that
+//    holds a listener; BM_asio_post_resume_bare: the same on an io_context with no I/O object,
+//    as the seed's benchmark runs it.
 //  - BM_asio_timer_zero: arm a steady_timer that is already due and co_await it.
 //  - BM_asio_co_spawn: co_spawn a coroutine that returns at once, run the loop until it finished.
 //  - BM_asio_await_child: co_await a child awaitable<void> (a coroutine call, no suspension).
@@ -118,6 +120,23 @@ void BM_asio_post_resume(benchmark::State& state) {
   });
 }
 
+/// The boost.async seed's setup: the same loop of posts on an io_context that holds no I/O
+/// object, so no reactor runs between two posts (compare BM_asio_post_resume).
+void BM_asio_post_resume_bare(benchmark::State& state) {
+  asio::io_context io{1};
+  asio::co_spawn(
+      io,
+      [&state]() -> asio::awaitable<void> {
+        auto executor = co_await asio::this_coro::executor;
+        for (auto _ : state) co_await asio::post(executor, asio::use_awaitable);
+        state.SetItemsProcessed(state.iterations());
+      },
+      [](std::exception_ptr error) {
+        if (error) std::rethrow_exception(error);
+      });
+  io.run();
+}
+
 void BM_asio_timer_zero(benchmark::State& state) {
   run_on_loop(state, [](benchmark::State& s) -> asio::awaitable<void> {
     asio::steady_timer timer(co_await asio::this_coro::executor);
@@ -226,6 +245,8 @@ void BM_offload_asio_pool(benchmark::State& state) {
   const std::string primitive = "BM_" + std::string(group) + "_";
   const std::string offload = "BM_offload_" + std::string(group) + "_";
   benchmark::RegisterBenchmark((primitive + "post_resume").c_str(), BM_asio_post_resume);
+  benchmark::RegisterBenchmark((primitive + "post_resume_bare").c_str(),
+                               BM_asio_post_resume_bare);
   benchmark::RegisterBenchmark((primitive + "timer_zero").c_str(), BM_asio_timer_zero);
   benchmark::RegisterBenchmark((primitive + "co_spawn").c_str(), BM_asio_co_spawn);
   benchmark::RegisterBenchmark((primitive + "await_child").c_str(), BM_asio_await_child);
