@@ -228,8 +228,13 @@ Ring::Detached Ring::own(Ring& ring, Task<void> task) {
 }
 
 void Ring::spawn(Task<void> task) {
-  ++spawned_;
-  own(*this, std::move(task));
+  ++spawned_;  // before: the task may run to its end (and count itself out) inside own()
+  try {
+    own(*this, std::move(task));
+  } catch (...) {  // only the owner's frame allocation can throw out of own()
+    --spawned_;
+    throw;
+  }
 }
 
 Task<void> Ring::capture(Task<void> task, bool& done, std::exception_ptr& failure) {
