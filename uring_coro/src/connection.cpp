@@ -100,7 +100,7 @@ Task<Outcome> on_new_thread(Context& context, const Plan& plan) {
 
 /// What the plan needs before its reply, in this model's idiom. The lambda is not a coroutine: it
 /// only picks which coroutine to start (a capturing lambda coroutine would outlive its captures).
-/// NOTE: `plan` lives in serve()'s frame, which awaits the returned task at once.
+/// NOTE: `plan` lives in converse()'s frame, which awaits the returned task at once.
 // [plan-visit-uring_coro]
 Task<Outcome> execute(Context& context, const Plan& plan) {
   return std::visit(
