@@ -78,10 +78,16 @@ struct Loop {
       io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)};
 };
 
-/// A loop, or nothing and the benchmark skipped: on the io_uring backend the kernel may refuse
-/// the ring. With CM_URING_SIMULATE_ENOSYS=1 that refusal is simulated, as the io_uring runtime
-/// does.
-std::unique_ptr<Loop> open_loop(benchmark::State& state) {
+/// The boost.async seed's setup: an io_context holding no I/O object, so no reactor runs.
+struct BareContext {
+  asio::io_context io{1};
+};
+
+/// A new T (Loop or BareContext), or nothing and the benchmark skipped: on the io_uring backend
+/// the kernel may refuse the ring. With CM_URING_SIMULATE_ENOSYS=1 that refusal is simulated, as
+/// the io_uring runtime does.
+template <typename T>
+std::unique_ptr<T> open(benchmark::State& state) {
   try {
 #ifdef CM_MICRO_ASIO_URING
     const char* simulate = std::getenv("CM_URING_SIMULATE_ENOSYS");
@@ -89,7 +95,7 @@ std::unique_ptr<Loop> open_loop(benchmark::State& state) {
       throw std::system_error(ENOSYS, std::generic_category(), "simulated");
     }
 #endif
-    return std::make_unique<Loop>();
+    return std::make_unique<T>();
   } catch (const std::system_error& error) {
     const std::string why = (group == "asio" ? "io_context: " : "io_uring unavailable: ") +
                             error.code().message();
@@ -104,7 +110,7 @@ std::unique_ptr<Loop> open_loop(benchmark::State& state) {
 // frame until io.run() has returned, so the coroutine never outlives it.
 template <typename Body>
 void run_on_loop(benchmark::State& state, Body body) {
-  std::unique_ptr<Loop> loop = open_loop(state);
+  std::unique_ptr<Loop> loop = open<Loop>(state);
   if (!loop) return;
   asio::co_spawn(loop->io, body(state), [](std::exception_ptr error) {
     if (error) std::rethrow_exception(error);
@@ -120,12 +126,13 @@ void BM_asio_post_resume(benchmark::State& state) {
   });
 }
 
-/// The boost.async seed's setup: the same loop of posts on an io_context that holds no I/O
-/// object, so no reactor runs between two posts (compare BM_asio_post_resume).
+/// The same loop of posts on a BareContext, as the boost.async seed runs it: no reactor runs
+/// between two posts (compare BM_asio_post_resume).
 void BM_asio_post_resume_bare(benchmark::State& state) {
-  asio::io_context io{1};
+  std::unique_ptr<BareContext> bare = open<BareContext>(state);
+  if (!bare) return;
   asio::co_spawn(
-      io,
+      bare->io,
       [&state]() -> asio::awaitable<void> {
         auto executor = co_await asio::this_coro::executor;
         for (auto _ : state) co_await asio::post(executor, asio::use_awaitable);
@@ -134,7 +141,7 @@ void BM_asio_post_resume_bare(benchmark::State& state) {
       [](std::exception_ptr error) {
         if (error) std::rethrow_exception(error);
       });
-  io.run();
+  bare->io.run();
 }
 
 void BM_asio_timer_zero(benchmark::State& state) {
@@ -155,7 +162,7 @@ asio::awaitable<void> finish_at_once(long& finished) {
 
 /// co_spawn a coroutine (as an accept loop spawns a connection) and run the loop until it is done.
 void BM_asio_co_spawn(benchmark::State& state) {
-  std::unique_ptr<Loop> loop = open_loop(state);
+  std::unique_ptr<Loop> loop = open<Loop>(state);
   if (!loop) return;
   long finished = 0;
   for (auto _ : state) {
