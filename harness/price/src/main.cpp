@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "profile.hpp"
@@ -90,6 +91,8 @@ int main(int argc, char** argv) {
   app.add_option("--python", python, "the Python with matplotlib that runs harness/plot")->capture_default_str();
   app.add_flag("!--no-charts", charts, "do not draw the charts");
   app.add_flag("--keep-work", keep_work, "keep the scratch folder (logs, cm-load JSON)");
+  std::string note;
+  app.add_option("--note", note, "the conditions of the run, written into results.md (e.g. \"machine shared\")");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -146,6 +149,7 @@ int main(int argc, char** argv) {
     meta["description"] = profile.description;
     meta["chart"] = profile.chart;
     meta["command"] = shell_command(argc, argv);
+    meta["note"] = note;
     meta["started_utc"] = utc_now();
     meta["commit"] = commit_info(source_dir);
     meta["machine"] = machine_info(source_dir);
@@ -164,8 +168,15 @@ int main(int argc, char** argv) {
               << meta["server_cpus"].get<std::string>() << ", cm-load on CPU " << meta["load_cpus"].get<std::string>()
               << "\n";
     std::vector<TargetResult> priced;
+    // A model's CPU ceiling comes from the first variant it was priced in (offload: inline, where
+    // the trivial request runs on the loop); its other variants are priced against that.
+    std::map<std::string, std::pair<double, std::string>> ceilings;
     for (const auto& target : targets) {
-      priced.push_back(price_target(target, profile, settings));
+      std::optional<std::pair<double, std::string>> inherited;
+      if (auto it = ceilings.find(target.name); it != ceilings.end()) inherited = it->second;
+      priced.push_back(price_target(target, profile, settings, inherited));
+      if (priced.back().cpu_rps && !inherited)
+        ceilings[target.name] = {*priced.back().cpu_rps, "variant " + target.variant.name};
       if (!priced.back().priced)
         std::cerr << "cm-price: " << target.name << " (" << target.variant.name << ") not priced: "
                   << priced.back().refused << "\n";

@@ -38,7 +38,7 @@ using nlohmann::json;
 
 /// First line of a command's output (stdout and stderr), or "" when it cannot run.
 std::string first_line(const std::string& command) {
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  FILE* pipe = ::popen(("(" + command + ") 2>&1").c_str(), "r");
   if (!pipe) return "";
   char line[512] = {0};
   std::string out;
@@ -226,9 +226,9 @@ std::string markdown_table(const std::vector<TargetResult>& targets) {
   std::ostringstream out;
   out << "| server | variant | threads | path | delay ms | conns open / asked | conn ceiling | "
          "thread ceiling | CPU ceiling | bound | rps | efficiency | served conns | p50 ms | p99 ms | "
-         "p99 overshoot ms | server CPU ms / 1k req | server CPU busy | peak RSS MiB | RSS / conn KiB | "
-         "errors |\n";
-  out << "|---|---|---|---|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n";
+         "p99 overshoot ms | server CPU ms / 1k req | server CPU busy | cm-load CPU busy | peak RSS MiB | "
+         "RSS / conn KiB | errors |\n";
+  out << "|---|---|---|---|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n";
   for (const auto& t : targets) {
     for (const auto& r : t.rows) {
       const json j = row_json(r);
@@ -236,7 +236,7 @@ std::string markdown_table(const std::vector<TargetResult>& targets) {
           << delay_text(r) << " | ";
       if (!r.error.empty()) {
         out << num(r.row.connections) << " asked | not measured: " << r.error
-            << " | | | | | | | | | | | | | | | |\n";
+            << " | | | | | | | | | | | | | | | | |\n";
         continue;
       }
       const auto& lat = r.load.at("latency_us");
@@ -249,7 +249,7 @@ std::string markdown_table(const std::vector<TargetResult>& targets) {
           << num(lat.at("p99").get<double>() / 1000, 2) << " | "
           << num(r.load.at("overshoot_us").at("p99").get<double>() / 1000, 2) << " | "
           << (j["server_cpu_ms_per_1k"].is_null() ? "-" : num(j["server_cpu_ms_per_1k"].get<double>(), 1))
-          << " | " << pct(r.server_busy) << " | " << num(static_cast<double>(r.peak_rss_kib) / 1024, 1) << " | "
+          << " | " << pct(r.server_busy) << " | " << pct(r.load_busy) << " | " << num(static_cast<double>(r.peak_rss_kib) / 1024, 1) << " | "
           << (j["rss_per_connection_kib"].is_null() ? "-" : num(j["rss_per_connection_kib"].get<double>(), 2))
           << " | " << errors_text(r.load) << " |\n";
     }
@@ -274,6 +274,8 @@ std::string markdown_report(const json& meta, const std::vector<TargetResult>& t
       << ", cm-load on CPU " << meta["load_cpus"].get<std::string>() << " (" << meta["pinning"].get<std::string>()
       << "); each row: " << meta["warmup_s"].get<double>() << " s warm-up, then " << meta["duration_s"].get<double>()
       << " s measured, on a freshly started server.\n\n";
+  if (meta.contains("note") && !meta["note"].get<std::string>().empty())
+    out << "Conditions: " << meta["note"].get<std::string>() << "\n\n";
   out << markdown_table(targets) << "\n";
   out << "How to read it: the connection ceiling is connections / mean delay; the thread ceiling is "
          "threads / mean delay where a waiting request holds a thread (the blocking model's workers; "
@@ -282,7 +284,8 @@ std::string markdown_report(const json& meta, const std::vector<TargetResult>& t
          "server's CPUs). Efficiency = rps / the lowest ceiling that applies (the `bound` column). "
          "Served conns = rps × mean latency (Little's law): the connections that actually had a request "
          "in flight. Server CPU is read from `/proc/<pid>/stat` (sampled every 50 ms; the window is the "
-         "measured seconds before cm-load exited); peak RSS is `VmHWM` from `/proc/<pid>/status`, and RSS "
+         "measured seconds before cm-load exited), and busy = that CPU time / (window x the server's CPUs); "
+         "cm-load CPU busy is its own CPU time in the window / (window x its CPUs); peak RSS is `VmHWM` from `/proc/<pid>/status`, and RSS "
          "/ conn is (peak − idle RSS at start) / connections open. Latency and errors are cm-load's, which "
          "checks every response.\n\n";
   bool any_note = false;

@@ -369,10 +369,16 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   });
-  const double started = now_s();
   Child load(argv, settings.load_cpus, load_log);
   const auto limit = std::chrono::seconds(static_cast<long>(profile.warmup_s + profile.duration_s) + 120);
-  const auto status = load.wait_for(std::chrono::duration_cast<std::chrono::milliseconds>(limit));
+  // cm-load says how many connections it opened as soon as it has, then warms up: the moment that
+  // line appears places the measured window on the server's CPU samples.
+  std::optional<double> connected;
+  std::optional<int> status;
+  const auto deadline = clock_type::now() + limit;
+  while (!(status = load.wait_for(std::chrono::milliseconds(5))) && clock_type::now() < deadline) {
+    if (!connected && read_file(load_log).find("opened") != std::string::npos) connected = now_s();
+  }
   const double exited = now_s();
   if (server.running()) {
     try {
@@ -403,9 +409,13 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
     r.rps = r.load.at("rps").get<double>();
     r.served = served_connections(r.rps, r.load.at("latency_us").at("mean").get<double>());
     const double window = r.load.at("duration_s").get<double>();
-    // The window is the last `duration_s` before cm-load exited (it stops when the window ends).
+    // The window starts `warmup_s` after cm-load reported its connections; without that line,
+    // it is taken as the last `duration_s` before cm-load exited (it stops when the window ends).
+    const double window_start = connected ? *connected + r.load.at("warmup_s").get<double>() : exited - window;
+    if (!connected) r.notes.push_back("cm-load printed no \"opened\" line: the CPU window is the last "
+                                      "seconds before it exited");
     std::lock_guard lock(samples_mutex);
-    r.server_cpu_s = cpu_between(samples, exited - window, exited);
+    r.server_cpu_s = cpu_between(samples, window_start, window_start + window);
     const double cpus = std::max<std::size_t>(1, settings.server_cpus.empty()
                                                      ? static_cast<std::size_t>(std::thread::hardware_concurrency())
                                                      : settings.server_cpus.size());
@@ -413,7 +423,8 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
     const double load_cpus = std::max<std::size_t>(1, settings.load_cpus.empty()
                                                           ? static_cast<std::size_t>(std::thread::hardware_concurrency())
                                                           : settings.load_cpus.size());
-    r.load_busy = r.load.at("client_cpu_s").get<double>() / ((exited - started) * load_cpus);
+    // cm-load's client_cpu_s covers its measured window.
+    r.load_busy = window > 0 ? r.load.at("client_cpu_s").get<double>() / (window * load_cpus) : 0;
   } catch (const std::exception& e) {
     r.error = "cm-load's JSON (" + json_file.string() + ") is not what the contract says: " + e.what();
     return r;
@@ -441,17 +452,28 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
     r.notes.push_back("cm-load opened " + std::to_string(r.connections_open) + " of " +
                       std::to_string(row.connections) + " connections" + (why.empty() ? "" : " (" + why + ")"));
   }
-  if (mean_delay > 0 && r.connections_open > 0 && r.served < 0.9 * r.connections_open) {
+  // In a closed loop every open connection always has a request in flight, so rps x mean latency
+  // should be the connections open; well below, some connections were not being served.
+  if (r.connections_open > 0 && r.served < 0.9 * r.connections_open) {
     const auto unserved = static_cast<long long>(std::llround(r.connections_open - r.served));
+    const auto timeouts = r.load.at("errors").at("timeout").get<long long>();
     std::string note = "about " + fmt("%.0f", r.served) + " of " + std::to_string(r.connections_open) +
-                       " connections were served (rps x mean latency); the other ~" +
-                       std::to_string(unserved) + " got no answer during the run";
-    if (target.kind == ServerKind::blocking)
-      note += ": with keep-alive a worker serves one connection until it closes, so connections "
-              "beyond the " + std::to_string(shape.workers) + " workers wait in the accept queue "
-              "(a property of the model, not a validation failure)";
-    r.notes.push_back(note + "; cm-load counted " +
-                      std::to_string(r.load.at("errors").at("timeout").get<long long>()) + " timeouts");
+                       " connections were served (rps x mean latency)";
+    if (target.kind == ServerKind::blocking) {
+      note += "; the other ~" + std::to_string(unserved) +
+              " got no answer during the run: with keep-alive a worker serves one connection until it "
+              "closes, so connections beyond the " + std::to_string(shape.workers) +
+              " workers wait in the accept queue (a property of the model, not a validation failure)";
+    } else if (timeouts > 0) {
+      note += "; the other ~" + std::to_string(unserved) + " waited past cm-load's timeout";
+    } else {
+      note += "; no request timed out, so the rest of the time went between answers (cm-load CPU busy " +
+              fmt("%.0f", r.load_busy * 100) + "%)";
+    }
+    note += "; cm-load counted " + std::to_string(timeouts) + " timeouts";
+    if (r.load.contains("reconnects"))
+      note += " and reconnected " + std::to_string(r.load["reconnects"].get<long long>()) + " times";
+    r.notes.push_back(note);
   }
   if (r.efficiency && *r.efficiency < 0.97) {
     r.notes.push_back("reached " + fmt("%.1f", *r.efficiency * 100) + "% of its " + r.ceilings.bound() +
@@ -466,10 +488,16 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
 
 }  // namespace
 
-TargetResult price_target(const Target& target, const Profile& profile, const Settings& settings) {
+TargetResult price_target(const Target& target, const Profile& profile, const Settings& settings,
+                          std::optional<std::pair<double, std::string>> inherited) {
   TargetResult result;
   result.target = target;
-  const auto rows = rows_for(target, expand_rows(profile));
+  auto rows = rows_for(target, expand_rows(profile));
+  if (inherited) {
+    result.cpu_rps = inherited->first;
+    result.cpu_ceiling_from = inherited->second;
+    for (auto& row : rows) row.cpu_ceiling = false;
+  }
   const std::string label = target.name + (target.variant.name == "-" ? "" : " (" + target.variant.name + ")");
   if (rows.empty()) {
     result.refused = "no row of this profile applies to it";
@@ -490,7 +518,7 @@ TargetResult price_target(const Target& target, const Profile& profile, const Se
     return result;
   }
   result.priced = true;
-  std::optional<double> cpu_rps;
+  std::optional<double> cpu_rps = result.cpu_rps;
   int index = 0;
   for (const auto& row : rows) {
     if (settings.progress) {
@@ -507,7 +535,14 @@ TargetResult price_target(const Target& target, const Profile& profile, const Se
       r.row = row;
       r.error = e.what();
     }
-    if (row.cpu_ceiling && r.error.empty() && !cpu_rps) cpu_rps = r.rps;
+    if (row.cpu_ceiling && r.error.empty() && !cpu_rps) {
+      cpu_rps = r.rps;
+      result.cpu_rps = r.rps;
+      result.cpu_ceiling_from = "its " + row.path + " row in this run";
+    }
+    if (!row.cpu_ceiling && row.path == "/plaintext" && inherited)
+      r.notes.push_back("priced against " + target.name + "'s CPU ceiling from " + inherited->second + " (" +
+                        fmt("%.0f", inherited->first) + " rps)");
     result.rows.push_back(std::move(r));
   }
   return result;

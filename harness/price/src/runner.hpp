@@ -68,6 +68,8 @@ struct TargetResult {
   std::string refused;                    ///< why it was not priced
   Validation validation;
   std::vector<RowResult> rows;
+  std::optional<double> cpu_rps;          ///< its CPU ceiling, measured here or inherited
+  std::string cpu_ceiling_from;           ///< where that came from ("this run", "variant inline")
 };
 
 /// cm-server --list-models, the names in order. Throws std::system_error if it cannot run.
@@ -93,6 +95,10 @@ ValidationPlan validation_plan_for(const Target& target, const std::vector<Row>&
 double cpu_between(const std::vector<std::pair<double, double>>& samples, double t0, double t1);
 
 /// Prices one target: validates it on a fresh server, then runs every row on a fresh server.
-TargetResult price_target(const Target& target, const Profile& profile, const Settings& settings);
+/// With `inherited` (the same model's CPU ceiling from the profile's first variant), the
+/// CPU-ceiling rows are priced against it instead of defining it: an offload variant that moves
+/// even a trivial request off the loop is measured against the loop's own /plaintext.
+TargetResult price_target(const Target& target, const Profile& profile, const Settings& settings,
+                          std::optional<std::pair<double, std::string>> inherited = std::nullopt);
 
 }  // namespace cm::price
