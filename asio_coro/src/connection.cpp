@@ -2,7 +2,7 @@
 //
 // Every `co_await` below suspends this connection's coroutine and hands its thread back to the
 // io_context, which goes on with the other connections of the loop. A waiting request is therefore
-// nothing but a suspended coroutine frame (with its Session and read buffer) and a timer queued
+// nothing but suspended coroutine frames (serve_connection's holds the Session) and a timer queued
 // in the io_context: no thread is held (the connection ceiling, connections / delay).
 //
 // Errors are values: every operation completes with `as_tuple(use_awaitable)`, so a client that
@@ -106,8 +106,7 @@ awaitable<bool> offload(Plan& plan, Shared& shared) {
     ~Slot() { admission.release(); }
   } slot{shared.admission};
   // NOTE: `plan` lives in serve_connection's frame, suspended here until the pool is done with it.
-  co_return co_await asio::co_spawn(shared.pool, perform_here(plan, shared.sleeper),
-                                    use_awaitable);
+  co_return co_await asio::co_spawn(shared.pool, perform_here(plan, shared.sleeper), use_awaitable);
 }
 
 /// Whether this kind of step leaves the loop under the configured --offload mode.
@@ -161,7 +160,8 @@ void Loop::close_all() {
   stopping = true;
   error_code ignored;
   acceptor.close(ignored);
-  for (Connection* c : connections) c->close();
+  for (Connection* c : connections)
+    c->close();
 }
 
 awaitable<void> accept_loop(Loop& loop, Shared& shared) {
@@ -214,7 +214,8 @@ awaitable<void> serve_connection(tcp::socket socket, Loop& loop, Shared& shared)
     if (ec == asio::error::timed_out && session.has_partial_request()) {
       out.clear();
       session.write_reply(request_timeout(), out, std::chrono::system_clock::now());
-      if (auto [wec, wn] = co_await asio::async_write(c.socket, asio::buffer(out), as_value); !wec) {
+      if (auto [wec, wn] = co_await asio::async_write(c.socket, asio::buffer(out), as_value);
+          !wec) {
         co_await linger_close(c);
       }
       co_return;

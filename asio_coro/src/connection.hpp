@@ -25,11 +25,11 @@ using asio::ip::tcp;
 struct Shared {
   /// Starts the offload pool's `options.blocking_threads` threads.
   Shared(const ServerOptions& options, std::string model);
-  ServerOptions options;         ///< as given (threads resolved)
-  std::string server_name;       ///< the Server header, "cm-asio_coro"
-  asio::thread_pool pool;        ///< where Block (and, with --offload pool, everything) runs
-  Admission admission;           ///< blocking_threads + blocking_queue slots; beyond -> 503
-  Sleeper sleeper;               ///< Block's blocking call, and the --wait-mode sleep anti-pattern
+  ServerOptions options;    ///< as given (threads resolved)
+  std::string server_name;  ///< the Server header, "cm-asio_coro"
+  asio::thread_pool pool;   ///< where Block (and, with --offload pool, everything) runs
+  Admission admission;      ///< blocking_threads + blocking_queue slots; beyond -> 503
+  Sleeper sleeper;          ///< Block's blocking call, and the --wait-mode sleep anti-pattern
   std::atomic<std::size_t> open{0};  ///< connections held, over every loop
 };
 
@@ -42,17 +42,17 @@ struct Connection {
     socket.close(ignored);
     timer.cancel();
   }
-  tcp::socket socket;         ///< the client
-  asio::steady_timer timer;   ///< header timeout, Wait, lingering close: one at a time
+  tcp::socket socket;        ///< the client
+  asio::steady_timer timer;  ///< header timeout, Wait, lingering close: one at a time
 };
 
 /// One event loop: an io_context run by one thread, its acceptor, the connections it owns.
 /// Everything but `io` is touched only on that thread.
 struct Loop {
-  asio::io_context io{1};           ///< concurrency hint: one thread runs it
-  tcp::acceptor acceptor{io};       ///< adopts one SO_REUSEPORT socket of cm::open_listeners
+  asio::io_context io{1};      ///< concurrency hint: one thread runs it
+  tcp::acceptor acceptor{io};  ///< adopts one SO_REUSEPORT socket of cm::open_listeners
   std::unordered_set<Connection*> connections;  ///< held now, so stop can close them
-  bool stopping = false;            ///< set by close_all(); a late connection closes at once
+  bool stopping = false;  ///< set by close_all(); a late connection closes at once
   /// Stops accepting and closes every connection; runs on the loop's thread.
   void close_all();
 };

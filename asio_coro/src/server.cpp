@@ -15,8 +15,8 @@
 // Try:
 //   build/bin/cm-server --model asio_coro --port 8080 --threads 1
 //   curl -v localhost:8080/delay/100
-//   for i in $(seq 100); do curl -s localhost:8080/delay/1000 & done; wait   # ~1 s, one thread
-//   build/bin/cm-server --model asio_coro --threads 1 --wait-mode sleep      # now 100 s
+//   time (for i in $(seq 10); do curl -s -o /dev/null localhost:8080/delay/1000 & done; wait)
+//       # ~1 s: the ten wait together on one thread. With --wait-mode sleep: ~10 s, in turn.
 //
 // Shape: one io_context per thread (`--threads`), each with its own acceptor on its own
 // SO_REUSEPORT socket, so the kernel spreads connections over the loops and each loop owns its
@@ -74,7 +74,8 @@ class AsioServer final : public Server {
     try {
       // With the io_uring backend the ring is set up here (by the acceptor's service), and the
       // kernel may refuse it: old kernel, io_uring_disabled, seccomp.
-      for (unsigned i = 0; i < options_.threads; ++i) loops_.push_back(std::make_unique<Loop>());
+      for (unsigned i = 0; i < options_.threads; ++i)
+        loops_.push_back(std::make_unique<Loop>());
     } catch (const boost::system::system_error& e) {
       loops_.clear();
 #if defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
@@ -100,24 +101,33 @@ class AsioServer final : public Server {
       asio::co_spawn(loop.io, accept_loop(loop, *shared_), asio::detached);
     }
     std::lock_guard lock(stop_mutex_);
-    for (auto& loop : loops_) threads_.emplace_back([&io = loop->io] { io.run(); });
-    started_ = true;
+    started_ = true;  // first: if a thread cannot be made, stop() still joins those that run
+    for (auto& loop : loops_)
+      threads_.emplace_back([&io = loop->io] { io.run(); });
   }
 
   void stop() override {
     std::lock_guard lock(stop_mutex_);
     if (!started_ || stopped_) return;
     shared_->sleeper.interrupt();  // wakes every Block on the pool and every --wait-mode sleep
-    for (auto& loop : loops_) asio::post(loop->io, [&l = *loop] { l.close_all(); });
-    for (auto& thread : threads_) thread.join();  // run() returns: no coroutine is left
+    for (auto& loop : loops_)
+      asio::post(loop->io, [&l = *loop] { l.close_all(); });
+    for (auto& thread : threads_)
+      thread.join();  // run() returns: no coroutine is left
     shared_->pool.join();
     loops_.clear();  // the io_contexts' own fds (epoll or the ring, eventfd, timerfd)
     stopped_ = true;
   }
 
-  std::uint16_t port() const override { return port_; }
-  std::size_t open_connections() const override { return shared_ ? shared_->open.load() : 0; }
-  std::string_view model() const override { return CM_STR(CM_ASIO_MODEL); }
+  std::uint16_t port() const override {
+    return port_;
+  }
+  std::size_t open_connections() const override {
+    return shared_ ? shared_->open.load() : 0;
+  }
+  std::string_view model() const override {
+    return CM_STR(CM_ASIO_MODEL);
+  }
 
  private:
   ServerOptions options_;
@@ -137,7 +147,8 @@ class AsioServer final : public Server {
 
 // The one symbol the shared asio_coro_uring library exports (see CMakeLists.txt).
 namespace cm::models {
-__attribute__((visibility("default"))) std::unique_ptr<Server> CM_CAT(make_, CM_ASIO_MODEL)(const ServerOptions& options) {
+__attribute__((visibility("default"))) std::unique_ptr<Server> CM_CAT(make_, CM_ASIO_MODEL)(
+    const ServerOptions& options) {
   return std::make_unique<asio_coro::AsioServer>(options);
 }
 }  // namespace cm::models

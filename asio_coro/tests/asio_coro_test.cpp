@@ -143,7 +143,8 @@ TEST(AsioCoro, StopWithBlockingCallsRunningAndQueued) {
   std::this_thread::sleep_for(200ms);
   server->stop();  // the 30 s calls are interrupted, not waited out (ctest's TIMEOUT would say)
   EXPECT_EQ(server->open_connections(), 0u);
-  for (auto& c : clients) EXPECT_TRUE(c.closed_by_peer(5s));
+  for (auto& c : clients)
+    EXPECT_TRUE(c.closed_by_peer(5s));
 }
 
 }  // namespace

@@ -2,8 +2,8 @@
 //
 // Replaces the global operator new/delete, and wraps aligned_alloc (which Asio uses for its
 // coroutine frames and operation states) and free, to keep, for every allocation size, how many
-// blocks of that size are live. Starts the model in this process (one loop), opens N connections, sends
-// GET /delay/60000 on each, waits until the server is quiet, and prints the live bytes per
+// blocks of that size are live. Starts the model in this process (one loop), opens N connections,
+// sends GET /delay/60000 on each, waits until the server is quiet, and prints the live bytes per
 // connection and the sizes that grew by about N blocks: the coroutine frames, the buffers and
 // Asio's per-socket state that each waiting request holds. (Kernel memory -- socket buffers --
 // is not on this heap; harness/waiting-cost reads the whole process's RSS instead.)
@@ -41,16 +41,19 @@ struct AlignedBlocks {
   std::array<std::size_t, capacity> size{};
   static std::size_t slot(void* p) { return (reinterpret_cast<std::uintptr_t>(p) >> 4) % capacity; }
   void insert(void* p, std::size_t n) {
-    while (lock.test_and_set(std::memory_order_acquire)) {}
+    while (lock.test_and_set(std::memory_order_acquire)) {
+    }
     std::size_t i = slot(p);
-    while (key[i] != nullptr && key[i] != tombstone) i = (i + 1) % capacity;
+    while (key[i] != nullptr && key[i] != tombstone)
+      i = (i + 1) % capacity;
     key[i] = p;
     size[i] = n;
     lock.clear(std::memory_order_release);
   }
   /// The size of `p` if it came from aligned_alloc (and forgets it), else 0.
   std::size_t erase(void* p) {
-    while (lock.test_and_set(std::memory_order_acquire)) {}
+    while (lock.test_and_set(std::memory_order_acquire)) {
+    }
     std::size_t n = 0;
     for (std::size_t i = slot(p); key[i] != nullptr; i = (i + 1) % capacity) {
       if (key[i] == p) {
@@ -72,7 +75,8 @@ void count(std::size_t size, long delta) {
 
 std::array<long, max_tracked + 1> snapshot() {
   std::array<long, max_tracked + 1> s{};
-  for (std::size_t i = 0; i <= max_tracked; ++i) s[i] = live_blocks[i].load();
+  for (std::size_t i = 0; i <= max_tracked; ++i)
+    s[i] = live_blocks[i].load();
   return s;
 }
 
@@ -91,11 +95,13 @@ void operator delete(void* q) noexcept {
   count(*reinterpret_cast<std::size_t*>(p), -1);
   std::free(p);
 }
-void operator delete(void* q, std::size_t) noexcept { operator delete(q); }
+void operator delete(void* q, std::size_t) noexcept {
+  operator delete(q);
+}
 
 extern "C" void* aligned_alloc(std::size_t align, std::size_t size) {
-  static auto* real = reinterpret_cast<void* (*)(std::size_t, std::size_t)>(
-      ::dlsym(RTLD_NEXT, "aligned_alloc"));
+  static auto* real =
+      reinterpret_cast<void* (*)(std::size_t, std::size_t)>(::dlsym(RTLD_NEXT, "aligned_alloc"));
   void* p = real(align, size);
   if (p) {
     aligned_blocks.insert(p, size);
@@ -132,12 +138,15 @@ int main(int argc, char** argv) {
   const long empty = live_bytes.load();
   const auto before = snapshot();
 
-  for (long i = 0; i < n; ++i) clients.push_back(cm::test::Client::connect(server->port()));
-  while (server->open_connections() < static_cast<std::size_t>(n)) std::this_thread::sleep_for(10ms);
+  for (long i = 0; i < n; ++i)
+    clients.push_back(cm::test::Client::connect(server->port()));
+  while (server->open_connections() < static_cast<std::size_t>(n))
+    std::this_thread::sleep_for(10ms);
   std::this_thread::sleep_for(300ms);
   const long idle = live_bytes.load();
 
-  for (auto& c : clients) c.send(request);
+  for (auto& c : clients)
+    c.send(request);
   for (long last = -1; last != live_bytes.load();) {  // quiet: every request is in its Wait
     last = live_bytes.load();
     std::this_thread::sleep_for(300ms);
