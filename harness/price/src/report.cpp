@@ -197,6 +197,7 @@ json row_json(const RowResult& r) {
   j["cpu_ceiling_row"] = r.row.cpu_ceiling;
   j["connections_requested"] = r.row.connections;
   j["connections_open"] = r.connections_open;
+  j["connections_offered"] = r.connections_offered;
   j["ceilings"] = {{"connection", opt(r.ceilings.connection)},
                    {"thread", opt(r.ceilings.thread)},
                    {"cpu", opt(r.ceilings.cpu)}};
@@ -213,9 +214,8 @@ json row_json(const RowResult& r) {
   j["idle_rss_kib"] = r.idle_rss_kib;
   j["peak_rss_kib"] = r.peak_rss_kib;
   j["rss_per_connection_kib"] = nullptr;
-  if (r.connections_open > 0 && r.peak_rss_kib >= r.idle_rss_kib)
-    j["rss_per_connection_kib"] =
-        static_cast<double>(r.peak_rss_kib - r.idle_rss_kib) / r.connections_open;
+  if (r.connections_offered > 0 && r.peak_rss_kib >= r.idle_rss_kib)
+    j["rss_per_connection_kib"] = static_cast<double>(r.peak_rss_kib - r.idle_rss_kib) / r.connections_offered;
   j["error"] = r.error;
   j["notes"] = r.notes;
   j["load"] = r.load;
@@ -286,7 +286,8 @@ std::string markdown_report(const json& meta, const std::vector<TargetResult>& t
          "in flight. Server CPU is read from `/proc/<pid>/stat` (sampled every 50 ms; the window is the "
          "measured seconds before cm-load exited), and busy = that CPU time / (window x the server's CPUs); "
          "cm-load CPU busy is its own CPU time in the window / (window x its CPUs); peak RSS is `VmHWM` from `/proc/<pid>/status`, and RSS "
-         "/ conn is (peak − idle RSS at start) / connections open. Latency and errors are cm-load's, which "
+         "/ conn is (peak − idle RSS at start) / connections offered. The ceilings use the connections "
+         "offered (asked for, unless some could not connect); `conns open` is cm-load's count at the end. Latency and errors are cm-load's, which "
          "checks every response.\n\n";
   bool any_note = false;
   for (const auto& t : targets) {

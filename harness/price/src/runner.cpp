@@ -434,8 +434,13 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
   // Price it.
   const auto& delay = r.load.at("delay_ms");
   const double mean_delay = delay.is_object() ? delay.at("mean").get<double>() : row.mean_delay_ms;
+  // The connections offered: all that were asked for unless some could not connect. (cm-load's
+  // connections_open is a snapshot at the end, lower while timed-out ones reconnect.)
+  const bool connect_failed = !r.load.at("connect_failures").empty();
+  const double offered = connect_failed ? r.connections_open : row.connections;
+  r.connections_offered = offered;
   CeilingInputs in;
-  in.connections = r.connections_open;
+  in.connections = offered;
   in.mean_delay_ms = mean_delay;
   in.threads = waiting_threads(shape, row.path);
   in.cpu_rps = row.cpu_ceiling ? std::optional<double>(r.rps) : cpu_rps;
@@ -445,19 +450,24 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
   if (!row.cpu_ceiling) r.efficiency = efficiency(r.rps, r.ceilings);
 
   // Say what the numbers alone do not.
-  if (r.connections_open < row.connections) {
+  if (connect_failed) {
     std::string why;
     for (const auto& [reason, count] : r.load.at("connect_failures").items())
       why += (why.empty() ? "" : ", ") + reason + " x" + std::to_string(count.get<long long>());
-    r.notes.push_back("cm-load opened " + std::to_string(r.connections_open) + " of " +
-                      std::to_string(row.connections) + " connections" + (why.empty() ? "" : " (" + why + ")"));
+    r.notes.push_back("cm-load could not open every connection (" + why + "); " +
+                      std::to_string(r.connections_open) + " of " + std::to_string(row.connections) +
+                      " were open at the end, and the ceilings use that");
+  } else if (r.connections_open < row.connections) {
+    r.notes.push_back(std::to_string(r.connections_open) + " of " + std::to_string(row.connections) +
+                      " connections were open at the end of the run (the others were reconnecting after "
+                      "a timeout or reset)");
   }
   // In a closed loop every open connection always has a request in flight, so rps x mean latency
   // should be the connections open; well below, some connections were not being served.
-  if (r.connections_open > 0 && r.served < 0.9 * r.connections_open) {
-    const auto unserved = static_cast<long long>(std::llround(r.connections_open - r.served));
+  if (offered > 0 && r.served < 0.9 * offered) {
+    const auto unserved = static_cast<long long>(std::llround(offered - r.served));
     const auto timeouts = r.load.at("errors").at("timeout").get<long long>();
-    std::string note = "about " + fmt("%.0f", r.served) + " of " + std::to_string(r.connections_open) +
+    std::string note = "about " + fmt("%.0f", r.served) + " of " + fmt("%.0f", offered) +
                        " connections were served (rps x mean latency)";
     if (target.kind == ServerKind::blocking) {
       note += "; the other ~" + std::to_string(unserved) +

@@ -47,7 +47,8 @@ class RunningServer;
 struct RowResult {
   std::string server, variant, threads;   ///< threads: "64 workers", "1 loop, pool 64", ...
   Row row;
-  unsigned connections_open = 0;
+  unsigned connections_open = 0;          ///< cm-load's count at the end of the run
+  double connections_offered = 0;         ///< asked for, or open if some failed to connect
   nlohmann::json load;                    ///< cm-load's JSON, as written
   Ceilings ceilings;
   std::optional<double> efficiency;
