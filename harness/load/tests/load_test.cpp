@@ -66,7 +66,12 @@ TEST(Load, CorrectServerGivesNoErrorsAndExactCounts) {
 }
 
 TEST(Load, CatchesAnEarlyAnswer) {
-  Result r = run_against(Behaviour::early);
+  // The server answers at once; delays of 100..200 ms keep a descheduled test thread on a busy
+  // machine from making an early answer arrive late (the client can only judge what it sees).
+  TestServer server(Behaviour::early);
+  Options o = short_run(server.port(), "/delay/{ms}");
+  o.delay = DelayRange{100, 200};
+  Result r = run(o);
   EXPECT_GT(r.errors.early, 0u);
   EXPECT_EQ(r.requests, 0u) << "an early answer must never count as a fast one";
   EXPECT_EQ(r.errors.body + r.errors.status, 0u);
@@ -98,6 +103,24 @@ TEST(Load, ReconnectsAfterAnUnannouncedClose) {
   EXPECT_GE(r.reconnects, r.errors.reset);
   EXPECT_EQ(r.errors.connect, 0u);
   EXPECT_GT(r.connections_open, 0u);
+}
+
+TEST(Load, FollowsAnAnnouncedCloseWithoutAnError) {
+  Result r = run_against(Behaviour::close_announced);
+  EXPECT_EQ(r.errors.total(), 0u);
+  EXPECT_GT(r.requests, 0u);
+  EXPECT_EQ(r.reconnects, r.responses_total);  // one reopen after each answer
+}
+
+TEST(Load, CountsTimeoutsAndReopens) {
+  TestServer server(Behaviour::silent);
+  Options o = short_run(server.port(), "/delay/{ms}");
+  o.timeout = std::chrono::milliseconds(200);
+  Result r = run(o);
+  EXPECT_EQ(r.requests, 0u);
+  EXPECT_GT(r.errors.timeout, 0u);
+  EXPECT_EQ(r.errors.total(), r.errors.timeout);
+  EXPECT_EQ(r.reconnects, r.errors.timeout);
 }
 
 TEST(Load, PlaintextIsCheckedAgainstHelloWorld) {

@@ -87,8 +87,8 @@ void TestServer::serve() {
       c.plaintext = path == "/plaintext";
       c.ms = c.plaintext ? 0 : std::stoull(path.substr(path.rfind('/') + 1));
       last_parsed_ms = c.ms;
-      auto wait = std::chrono::milliseconds(behaviour_ == Behaviour::early ? c.ms / 2 : c.ms);
-      c.due = Clock::now() + wait;
+      auto wait = std::chrono::milliseconds(behaviour_ == Behaviour::early ? 0 : c.ms);
+      if (behaviour_ != Behaviour::silent) c.due = Clock::now() + wait;
     }
 
     auto now = Clock::now();
@@ -101,11 +101,13 @@ void TestServer::serve() {
       if (behaviour_ == Behaviour::shared_state) value = last_parsed_ms;
       std::string body = c.plaintext ? "Hello, World!" : std::to_string(value);
       std::string status = behaviour_ == Behaviour::wrong_status ? "500 Internal Server Error" : "200 OK";
+      bool announce_close = behaviour_ == Behaviour::close_announced;
       std::string reply = "HTTP/1.1 " + status + "\r\nContent-Type: text/plain\r\nContent-Length: " +
-                          std::to_string(body.size()) + "\r\n\r\n" + body;
+                          std::to_string(body.size()) + "\r\n" +
+                          (announce_close ? "Connection: close\r\n" : "") + "\r\n" + body;
       if (::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(reply.size()))
         ++answered_;
-      if (behaviour_ == Behaviour::close_after_answer) to_close.push_back(fd);
+      if (behaviour_ == Behaviour::close_after_answer || announce_close) to_close.push_back(fd);
     }
     for (int fd : to_close) close_client(fd);
   }

@@ -2,6 +2,7 @@
 /// \file test_server.hpp
 /// A tiny HTTP server for cm-load's tests, correct or misbehaving on purpose. One thread, poll(),
 /// answers `GET /delay/N` after N ms with body N (when correct) and `GET /plaintext` at once.
+/// Requests are one at a time per connection (no pipelining), which is all cm-load sends.
 
 #include <atomic>
 #include <cstdint>
@@ -12,11 +13,13 @@ namespace cm::load::test {
 /// How the server answers.
 enum class Behaviour {
   correct,             ///< after N ms, 200, body N
-  early,               ///< after N/2 ms: answers before the delay asked for
+  early,               ///< at once: answers before the delay asked for
   wrong_body,          ///< after N ms, body N + 1
   shared_state,        ///< after N ms, body = the N of the last request parsed (any connection)
   wrong_status,        ///< after N ms, 500 with body N
   close_after_answer,  ///< correct, then closes the connection without saying so
+  close_announced,     ///< correct with `Connection: close`, then closes (a legitimate close)
+  silent,              ///< reads requests, never answers
 };
 
 /// Listens on 127.0.0.1, port 0, from construction to destruction.
