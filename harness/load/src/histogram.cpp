@@ -50,7 +50,8 @@ void Histogram::record(std::uint64_t v) noexcept {
 }
 
 void Histogram::merge(const Histogram& other) noexcept {
-  for (std::size_t i = 0; i < kBuckets; ++i) counts_[i] += other.counts_[i];
+  for (std::size_t i = 0; i < kBuckets; ++i)
+    counts_[i] += other.counts_[i];
   count_ += other.count_;
   min_ = std::min(min_, other.min_);
   max_ = std::max(max_, other.max_);

@@ -2,7 +2,8 @@
 /// \file histogram.hpp
 /// A log-linear histogram of microsecond values: exact below 256 µs, then 128 equal sub-buckets per
 /// power of two, so any recorded value is known within 1/128 (< 0.8%) of itself. Fixed size, no
-/// allocation after construction, merged by adding counts: one per client thread, summed at the end.
+/// allocation after construction, merged by adding counts: one per client thread, summed at the
+/// end.
 
 #include <cstdint>
 #include <vector>

@@ -96,12 +96,14 @@ class Progress {
   /// Total correct answers so far, over all workers.
   std::uint64_t completed() const {
     std::uint64_t n = 0;
-    for (const auto& w : workers_) n += w->live_completed.load(std::memory_order_relaxed);
+    for (const auto& w : workers_)
+      n += w->live_completed.load(std::memory_order_relaxed);
     return n;
   }
   unsigned open() const {
     unsigned n = 0;
-    for (const auto& w : workers_) n += w->live_open.load(std::memory_order_relaxed);
+    for (const auto& w : workers_)
+      n += w->live_open.load(std::memory_order_relaxed);
     return n;
   }
 
@@ -109,7 +111,8 @@ class Progress {
   void line(const char* phase, const Shared& shared) {
     std::int64_t now = now_ns();
     std::uint64_t done = completed(), errors = 0;
-    for (const auto& w : workers_) errors += w->live_errors.load(std::memory_order_relaxed);
+    for (const auto& w : workers_)
+      errors += w->live_errors.load(std::memory_order_relaxed);
     double rps = static_cast<double>(done - last_completed_) / ((now - last_ns_) / 1e9);
     last_completed_ = done;
     last_ns_ = now;
@@ -171,7 +174,8 @@ Result run(const Options& options) {
   if (url.has_ms && !options.delay)
     throw std::invalid_argument("the URL holds {ms}: say which delay with --delay MS or MIN:MAX");
   if (!url.has_ms && options.delay)
-    throw std::invalid_argument("--delay needs a URL holding {ms}, e.g. http://127.0.0.1:8080/delay/{ms}");
+    throw std::invalid_argument(
+        "--delay needs a URL holding {ms}, e.g. http://127.0.0.1:8080/delay/{ms}");
 
   Target target;
   target.url = url;
@@ -229,7 +233,8 @@ Result run(const Options& options) {
     shared.stop.store(true);
     std::uint64_t one = 1;
     [[maybe_unused]] ssize_t n = ::write(shared.stop_event.get(), &one, sizeof one);
-    for (auto& t : loops) t.join();
+    for (auto& t : loops)
+      t.join();
     loops.clear();
   };
   // NOTE: the threads reference the locals above; whatever leaves this scope joins them first.
@@ -277,14 +282,16 @@ Result run(const Options& options) {
   result.duration_s = options.duration_s;
   auto gather_failures = [&] {
     for (const auto& w : workers)
-      for (const auto& [reason, n] : w->connect_failures()) result.connect_failures[reason] += n;
+      for (const auto& [reason, n] : w->connect_failures())
+        result.connect_failures[reason] += n;
   };
 
   unsigned opened = progress.open();
   if (opened == 0) {
     stop_all();
     gather_failures();
-    for (const auto& w : workers) result.errors.add(w->errors);
+    for (const auto& w : workers)
+      result.errors.add(w->errors);
     result.duration_s = 0;
     if (options.log) *options.log << connection_line(result) << std::endl;
     return result;
@@ -296,7 +303,8 @@ Result run(const Options& options) {
     first.source_addresses = sources;
     first.still_connecting = options.connections - std::min(options.connections, resolved);
     for (const auto& w : workers)
-      for (const auto& [reason, n] : w->connect_failures()) first.connect_failures[reason] += n;
+      for (const auto& [reason, n] : w->connect_failures())
+        first.connect_failures[reason] += n;
     if (options.log) *options.log << connection_line(first) << std::endl;
   }
 
@@ -328,17 +336,16 @@ Result run(const Options& options) {
 
 nlohmann::json to_json(const Result& r) {
   auto histogram = [](const Histogram& h) {
-    return nlohmann::json{{"mean", h.mean()},
-                          {"p50", h.percentile(0.50)},
-                          {"p90", h.percentile(0.90)},
-                          {"p99", h.percentile(0.99)},
-                          {"p999", h.percentile(0.999)},
-                          {"max", h.max()}};
+    return nlohmann::json{
+        {"mean", h.mean()},          {"p50", h.percentile(0.50)},   {"p90", h.percentile(0.90)},
+        {"p99", h.percentile(0.99)}, {"p999", h.percentile(0.999)}, {"max", h.max()}};
   };
   nlohmann::json failures = nlohmann::json::object();
-  for (const auto& [reason, n] : r.connect_failures) failures[reason] = n;
+  for (const auto& [reason, n] : r.connect_failures)
+    failures[reason] = n;
   nlohmann::json delay = nullptr;
-  if (r.delay) delay = {{"min", r.delay->min_ms}, {"max", r.delay->max_ms}, {"mean", r.delay->mean()}};
+  if (r.delay)
+    delay = {{"min", r.delay->min_ms}, {"max", r.delay->max_ms}, {"mean", r.delay->mean()}};
   return {
       {"tool", "cm-load"},
       {"url", r.url},
@@ -379,7 +386,8 @@ std::string connection_line(const Result& r) {
     s << "; none failed";
   } else {
     s << "; failed:";
-    for (const auto& [reason, n] : r.connect_failures) s << " " << reason << " x" << n;
+    for (const auto& [reason, n] : r.connect_failures)
+      s << " " << reason << " x" << n;
   }
   return s.str();
 }
@@ -391,19 +399,25 @@ void print_summary(std::ostream& out, const Result& r) {
     return s.str();
   };
   out << "cm-load " << r.url;
-  if (r.delay) out << "  delay " << r.delay->min_ms << (r.delay->min_ms == r.delay->max_ms ? "" : ":" + std::to_string(r.delay->max_ms)) << " ms";
+  if (r.delay)
+    out << "  delay " << r.delay->min_ms
+        << (r.delay->min_ms == r.delay->max_ms ? "" : ":" + std::to_string(r.delay->max_ms))
+        << " ms";
   out << "\n  " << r.connections_open << "/" << r.connections_requested << " connections, "
       << r.threads << " threads, " << r.warmup_s << " s warm-up, " << r.duration_s
       << " s measured\n";
   out << "  requests " << r.requests << "   rps " << std::fixed << std::setprecision(1) << r.rps()
       << "   client CPU " << std::setprecision(2) << r.client_cpu_s << " s\n";
   out << "  " << std::left << std::setw(10) << "" << std::right;
-  for (const char* h : {"mean", "p50", "p90", "p99", "p99.9", "max"}) out << std::setw(12) << h;
+  for (const char* h : {"mean", "p50", "p90", "p99", "p99.9", "max"})
+    out << std::setw(12) << h;
   out << "\n";
-  for (auto [name, h] : {std::pair{"latency", &r.latency_us}, std::pair{"overshoot", &r.overshoot_us}}) {
+  for (auto [name, h] :
+       {std::pair{"latency", &r.latency_us}, std::pair{"overshoot", &r.overshoot_us}}) {
     out << "  " << std::left << std::setw(10) << name << std::right;
     out << std::setw(12) << ms(static_cast<std::uint64_t>(std::llround(h->mean())));
-    for (double q : {0.5, 0.9, 0.99, 0.999}) out << std::setw(12) << ms(h->percentile(q));
+    for (double q : {0.5, 0.9, 0.99, 0.999})
+      out << std::setw(12) << ms(h->percentile(q));
     out << std::setw(12) << ms(h->max()) << "\n";
   }
   out << "  errors " << r.errors.total() << " (connect " << r.errors.connect << ", reset "

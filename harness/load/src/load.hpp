@@ -27,19 +27,19 @@ struct DelayRange {
 
 /// What to run. Defaults are the command line's.
 struct Options {
-  std::string url;                           ///< http://HOST:PORT/path, may hold {ms}
-  unsigned connections = 100;                ///< held for the whole run
-  unsigned threads = 1;                      ///< client event loops
-  std::optional<DelayRange> delay;           ///< required when the URL has {ms}
-  double duration_s = 10;                    ///< measured window
-  double warmup_s = 2;                       ///< before the window, not counted
-  std::chrono::milliseconds timeout{10'000}; ///< unanswered this long: a timeout error
+  std::string url;                            ///< http://HOST:PORT/path, may hold {ms}
+  unsigned connections = 100;                 ///< held for the whole run
+  unsigned threads = 1;                       ///< client event loops
+  std::optional<DelayRange> delay;            ///< required when the URL has {ms}
+  double duration_s = 10;                     ///< measured window
+  double warmup_s = 2;                        ///< before the window, not counted
+  std::chrono::milliseconds timeout{10'000};  ///< unanswered this long: a timeout error
   int expect_status = 200;
-  std::optional<std::string> expect_body;    ///< nullopt: the URL's default (url_template.hpp)
+  std::optional<std::string> expect_body;       ///< nullopt: the URL's default (url_template.hpp)
   std::optional<std::uint64_t> min_latency_ms;  ///< nullopt: the URL's default
-  unsigned source_addresses = 0;             ///< 0 = auto: as many 127.0.0.x as the ports need
-  std::ostream* log = nullptr;               ///< the connect line goes here (nullptr: silent)
-  bool progress = false;                     ///< and a progress line each second
+  unsigned source_addresses = 0;                ///< 0 = auto: as many 127.0.0.x as the ports need
+  std::ostream* log = nullptr;                  ///< the connect line goes here (nullptr: silent)
+  bool progress = false;                        ///< and a progress line each second
 };
 
 /// Errors by kind. Each failed answer counts once, under the first check it fails, in the order
@@ -60,21 +60,21 @@ struct Result {
   std::string url;
   unsigned threads = 0;
   unsigned connections_requested = 0;
-  unsigned connections_open = 0;    ///< connected at the end of the measured window
-  unsigned source_addresses = 1;    ///< 127.0.0.1 .. 127.0.0.N used as source addresses
-  unsigned still_connecting = 0;    ///< first attempts unresolved when the connect phase ended
+  unsigned connections_open = 0;  ///< connected at the end of the measured window
+  unsigned source_addresses = 1;  ///< 127.0.0.1 .. 127.0.0.N used as source addresses
+  unsigned still_connecting = 0;  ///< first attempts unresolved when the connect phase ended
   std::map<std::string, std::uint64_t> connect_failures;  ///< "ECONNREFUSED", "timeout", ...
   std::optional<DelayRange> delay;
   double warmup_s = 0;
-  double duration_s = 0;            ///< the measured window
-  std::uint64_t requests = 0;       ///< correct answers completed inside the window
+  double duration_s = 0;              ///< the measured window
+  std::uint64_t requests = 0;         ///< correct answers completed inside the window
   std::uint64_t responses_total = 0;  ///< correct answers over the whole run, warm-up included
-  std::uint64_t reconnects = 0;     ///< connections reopened after a close, reset or timeout
-  ErrorCounts errors;               ///< over the whole run, warm-up included
-  Histogram latency_us;             ///< correct answers inside the window
-  Histogram overshoot_us;           ///< latency - the least latency allowed (the delay)
-  double client_cpu_s = 0;          ///< cm-load's user+system CPU during the window
-  double client_cpu_total_s = 0;    ///< ... during the whole run
+  std::uint64_t reconnects = 0;       ///< connections reopened after a close, reset or timeout
+  ErrorCounts errors;                 ///< over the whole run, warm-up included
+  Histogram latency_us;               ///< correct answers inside the window
+  Histogram overshoot_us;             ///< latency - the least latency allowed (the delay)
+  double client_cpu_s = 0;            ///< cm-load's user+system CPU during the window
+  double client_cpu_total_s = 0;      ///< ... during the whole run
   double rps() const { return duration_s > 0 ? static_cast<double>(requests) / duration_s : 0; }
 };
 

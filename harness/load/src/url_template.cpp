@@ -64,7 +64,9 @@ std::string UrlTemplate::path(std::uint32_t ms) const {
   return path_prefix + std::to_string(ms) + path_suffix;
 }
 
-std::string UrlTemplate::authority() const { return host + ":" + std::to_string(port); }
+std::string UrlTemplate::authority() const {
+  return host + ":" + std::to_string(port);
+}
 
 std::optional<UrlTemplate::FixedNumber> UrlTemplate::fixed_number() const {
   if (has_ms) return std::nullopt;

@@ -12,11 +12,11 @@ namespace cm::load {
 
 /// A parsed URL. Throws std::invalid_argument from parse() with a one-line reason.
 struct UrlTemplate {
-  std::string host;          ///< as written ("127.0.0.1", "localhost")
-  std::uint16_t port = 80;   ///< from the URL, 80 when absent
-  std::string path_prefix;   ///< the path up to `{ms}` (the whole path when there is none)
-  std::string path_suffix;   ///< the path after `{ms}`
-  bool has_ms = false;       ///< the path holds `{ms}` (once; twice is an error)
+  std::string host;         ///< as written ("127.0.0.1", "localhost")
+  std::uint16_t port = 80;  ///< from the URL, 80 when absent
+  std::string path_prefix;  ///< the path up to `{ms}` (the whole path when there is none)
+  std::string path_suffix;  ///< the path after `{ms}`
+  bool has_ms = false;      ///< the path holds `{ms}` (once; twice is an error)
 
   /// Parses "http://host:port/path". Only http, no userinfo, no fragment; the query is kept.
   static UrlTemplate parse(std::string_view url);

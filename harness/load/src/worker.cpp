@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <system_error>
 
 #include "cm/net.hpp"
@@ -58,18 +58,18 @@ std::string errno_name(int err) {
 struct Worker::Connection {
   enum class State { idle, connecting, open, dead };
 
-  unsigned slot = 0;             ///< index in connections_ (and epoll user data)
+  unsigned slot = 0;  ///< index in connections_ (and epoll user data)
   State state = State::idle;
   cm::Fd fd;
-  bool first_attempt = true;     ///< its first connect has not ended yet (Shared::resolved)
+  bool first_attempt = true;  ///< its first connect has not ended yet (Shared::resolved)
   llhttp_t parser{};
   // The request in flight.
-  std::string request;           ///< its bytes when the URL has {ms} (else fixed_request_)
-  std::string_view out;          ///< what remains to write of it
-  bool awaiting = false;         ///< a request was written (at least its first byte)
-  bool want_write = false;       ///< EPOLLOUT is in its epoll set (part of a request is left)
-  std::int64_t started_ns = 0;   ///< connect start, then the first byte of the request written
-  std::uint32_t delay_ms = 0;    ///< this request's {ms}
+  std::string request;          ///< its bytes when the URL has {ms} (else fixed_request_)
+  std::string_view out;         ///< what remains to write of it
+  bool awaiting = false;        ///< a request was written (at least its first byte)
+  bool want_write = false;      ///< EPOLLOUT is in its epoll set (part of a request is left)
+  std::int64_t started_ns = 0;  ///< connect start, then the first byte of the request written
+  std::uint32_t delay_ms = 0;   ///< this request's {ms}
   // The answer being parsed (filled by the llhttp callbacks).
   std::string body;
   bool body_too_long = false;
@@ -80,7 +80,9 @@ struct Worker::Connection {
 
 namespace {
 
-Worker::Connection* of(llhttp_t* p) { return static_cast<Worker::Connection*>(p->data); }
+Worker::Connection* of(llhttp_t* p) {
+  return static_cast<Worker::Connection*>(p->data);
+}
 
 int on_message_begin(llhttp_t* p) {
   auto* c = of(p);
@@ -129,10 +131,11 @@ Worker::Worker(const Target& target, Shared& shared, unsigned first_slot, unsign
       first_slot_(first_slot),
       rng_(0x9e3779b9u ^ first_slot),
       read_buffer_(64 * 1024) {
-  for (unsigned i = 0; i < count; ++i) connections_[i].slot = i;
+  for (unsigned i = 0; i < count; ++i)
+    connections_[i].slot = i;
   if (!target.url.has_ms) {
-    fixed_request_ = "GET " + target.url.path(0) + " HTTP/1.1\r\nHost: " +
-                     target.url.authority() + "\r\n\r\n";
+    fixed_request_ =
+        "GET " + target.url.path(0) + " HTTP/1.1\r\nHost: " + target.url.authority() + "\r\n\r\n";
   }
 }
 
@@ -157,14 +160,16 @@ void Worker::run() {
   if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, shared_.stop_event.get(), &stop_ev) != 0)
     throw std::system_error(errno, std::generic_category(), "epoll_ctl(stop event)");
 
-  for (unsigned i = 0; i < connections_.size(); ++i) connect_queue_.push_back(i);
+  for (unsigned i = 0; i < connections_.size(); ++i)
+    connect_queue_.push_back(i);
   pump_connects();
 
   epoll_event events[kMaxEvents];
   std::int64_t next_scan = now_ns() + kScanIntervalMs * 1'000'000LL;
   while (!shared_.stop.load(std::memory_order_relaxed)) {
     int n = ::epoll_wait(epoll_.get(), events, kMaxEvents, kScanIntervalMs);
-    if (n < 0 && errno != EINTR) throw std::system_error(errno, std::generic_category(), "epoll_wait");
+    if (n < 0 && errno != EINTR)
+      throw std::system_error(errno, std::generic_category(), "epoll_wait");
     for (int i = 0; i < n; ++i) {
       if (events[i].data.u64 == kStopToken) continue;  // the loop condition sees stop
       Connection& c = connections_[events[i].data.u64];
@@ -289,7 +294,8 @@ void Worker::send_request(Connection& c, std::int64_t now) {
 void Worker::flush(Connection& c) {
   ssize_t n = ::send(c.fd.get(), c.out.data(), c.out.size(), MSG_NOSIGNAL);
   if (n < 0) {
-    if (errno == EAGAIN || errno == EWOULDBLOCK) n = 0;
+    if (errno == EAGAIN || errno == EWOULDBLOCK)
+      n = 0;
     else {
       count_error(&ErrorCounts::reset);
       return reconnect(c);
@@ -341,8 +347,8 @@ void Worker::on_readable(Connection& c) {
 void Worker::on_response(Connection& c, std::int64_t now) {
   c.awaiting = false;
   std::int64_t latency_ns = now - c.started_ns;
-  std::uint64_t least_ms = target_.expect.min_latency_is_delay ? c.delay_ms
-                                                               : target_.expect.min_latency_ms;
+  std::uint64_t least_ms =
+      target_.expect.min_latency_is_delay ? c.delay_ms : target_.expect.min_latency_ms;
   std::int64_t least_ns = static_cast<std::int64_t>(least_ms) * 1'000'000;
 
   bool body_ok = true;

@@ -7,8 +7,8 @@
 #include <netinet/in.h>
 
 #include <atomic>
-#include <deque>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,10 +26,10 @@ namespace cm::load {
 
 /// What every worker sends and expects; read-only once the workers start.
 struct Target {
-  sockaddr_in server{};              ///< where to connect
-  std::vector<in_addr> sources;      ///< source addresses to bind, round robin (empty: any)
+  sockaddr_in server{};          ///< where to connect
+  std::vector<in_addr> sources;  ///< source addresses to bind, round robin (empty: any)
   UrlTemplate url;
-  std::optional<DelayRange> delay;   ///< set iff url.has_ms
+  std::optional<DelayRange> delay;  ///< set iff url.has_ms
   Expectation expect;
   int expect_status = 200;
   std::int64_t timeout_ns = 0;
@@ -84,7 +84,6 @@ class Worker {
   struct Connection;
 
  private:
-
   void start_connect(Connection& c);
   void on_connect_ready(Connection& c);
   void connect_failed(Connection& c, const std::string& reason);
@@ -107,7 +106,7 @@ class Worker {
   std::deque<unsigned> connect_queue_;   // slots waiting to connect: first attempts, then reopens
   unsigned connecting_ = 0;              // connects in flight (bounded by kConnectBatch)
   unsigned first_slot_;
-  std::string fixed_request_;            // the request bytes when the URL has no {ms}
+  std::string fixed_request_;  // the request bytes when the URL has no {ms}
   std::mt19937 rng_;
   std::vector<char> read_buffer_;
 };

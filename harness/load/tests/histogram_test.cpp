@@ -21,7 +21,8 @@ TEST(Histogram, EmptyReportsZeros) {
 
 TEST(Histogram, ExactBelow256Microseconds) {
   Histogram h;
-  for (std::uint64_t v = 0; v < 256; ++v) h.record(v);
+  for (std::uint64_t v = 0; v < 256; ++v)
+    h.record(v);
   EXPECT_EQ(h.percentile(0.5), 127u);  // the 128th of 0..255
   EXPECT_EQ(h.percentile(0.0), 0u);
   EXPECT_EQ(h.percentile(1.0), 255u);
@@ -31,7 +32,8 @@ TEST(Histogram, ExactBelow256Microseconds) {
 
 TEST(Histogram, PercentilesOfOneToTenThousand) {
   Histogram h;
-  for (std::uint64_t v = 1; v <= 10'000; ++v) h.record(v);
+  for (std::uint64_t v = 1; v <= 10'000; ++v)
+    h.record(v);
   EXPECT_EQ(h.count(), 10'000u);
   EXPECT_EQ(h.min(), 1u);
   EXPECT_EQ(h.max(), 10'000u);  // exact, not a bucket bound
@@ -65,8 +67,10 @@ TEST(Histogram, EveryValueWithinOneBucketWidth) {
 
 TEST(Histogram, SkewedDataHasTheRightTail) {
   Histogram h;
-  for (int i = 0; i < 990; ++i) h.record(10'000);  // 10 ms
-  for (int i = 0; i < 10; ++i) h.record(500'000);  // 500 ms: the top 1%
+  for (int i = 0; i < 990; ++i)
+    h.record(10'000);  // 10 ms
+  for (int i = 0; i < 10; ++i)
+    h.record(500'000);  // 500 ms: the top 1%
   EXPECT_LE(h.percentile(0.99), 10'000u * 129 / 128);
   EXPECT_GE(h.percentile(0.99), 10'000u);
   EXPECT_GE(h.percentile(0.991), 500'000u);
@@ -84,7 +88,8 @@ TEST(Histogram, MergeEqualsRecordingEverything) {
   EXPECT_EQ(a.min(), all.min());
   EXPECT_EQ(a.max(), all.max());
   EXPECT_DOUBLE_EQ(a.mean(), all.mean());
-  for (double q : {0.1, 0.5, 0.9, 0.99, 0.999}) EXPECT_EQ(a.percentile(q), all.percentile(q));
+  for (double q : {0.1, 0.5, 0.9, 0.99, 0.999})
+    EXPECT_EQ(a.percentile(q), all.percentile(q));
 }
 
 TEST(Histogram, HugeValuesAreClampedNotLost) {

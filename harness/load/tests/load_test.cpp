@@ -187,10 +187,10 @@ TEST(Load, JsonHasEveryKeyOfTheContract) {
   o.duration_s = 0.3;
   o.warmup_s = 0;
   auto j = to_json(run(o));
-  for (const char* key : {"tool", "url", "threads", "connections_requested", "connections_open",
-                          "connect_failures", "delay_ms", "warmup_s", "duration_s", "requests",
-                          "rps", "errors", "errors_total", "latency_us", "overshoot_us",
-                          "client_cpu_s"})
+  for (const char* key :
+       {"tool", "url", "threads", "connections_requested", "connections_open", "connect_failures",
+        "delay_ms", "warmup_s", "duration_s", "requests", "rps", "errors", "errors_total",
+        "latency_us", "overshoot_us", "client_cpu_s"})
     EXPECT_TRUE(j.contains(key)) << key;
   for (const char* key : {"connect", "reset", "timeout", "status", "body", "early"})
     EXPECT_TRUE(j["errors"].contains(key)) << key;

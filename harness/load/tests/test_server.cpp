@@ -61,7 +61,8 @@ void TestServer::serve() {
 
   while (!stop_) {
     std::vector<pollfd> fds{{listener_, POLLIN, 0}};
-    for (auto& [fd, c] : clients) fds.push_back({fd, POLLIN, 0});
+    for (auto& [fd, c] : clients)
+      fds.push_back({fd, POLLIN, 0});
     ::poll(fds.data(), fds.size(), 1);
 
     if (fds[0].revents & POLLIN) {
@@ -100,18 +101,23 @@ void TestServer::serve() {
       if (behaviour_ == Behaviour::wrong_body) value = c.ms + 1;
       if (behaviour_ == Behaviour::shared_state) value = last_parsed_ms;
       std::string body = c.plaintext ? "Hello, World!" : std::to_string(value);
-      std::string status = behaviour_ == Behaviour::wrong_status ? "500 Internal Server Error" : "200 OK";
+      std::string status =
+          behaviour_ == Behaviour::wrong_status ? "500 Internal Server Error" : "200 OK";
       bool announce_close = behaviour_ == Behaviour::close_announced;
-      std::string reply = "HTTP/1.1 " + status + "\r\nContent-Type: text/plain\r\nContent-Length: " +
-                          std::to_string(body.size()) + "\r\n" +
-                          (announce_close ? "Connection: close\r\n" : "") + "\r\n" + body;
-      if (::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(reply.size()))
+      std::string reply =
+          "HTTP/1.1 " + status +
+          "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) +
+          "\r\n" + (announce_close ? "Connection: close\r\n" : "") + "\r\n" + body;
+      if (::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(reply.size()))
         ++answered_;
       if (behaviour_ == Behaviour::close_after_answer || announce_close) to_close.push_back(fd);
     }
-    for (int fd : to_close) close_client(fd);
+    for (int fd : to_close)
+      close_client(fd);
   }
-  for (auto& [fd, c] : clients) ::close(fd);
+  for (auto& [fd, c] : clients)
+    ::close(fd);
 }
 
 }  // namespace cm::load::test
