@@ -133,10 +133,8 @@ Worker::Worker(const Target& target, Shared& shared, unsigned first_slot, unsign
       read_buffer_(64 * 1024) {
   for (unsigned i = 0; i < count; ++i)
     connections_[i].slot = i;
-  if (!target.url.has_ms) {
-    fixed_request_ =
-        "GET " + target.url.path(0) + " HTTP/1.1\r\nHost: " + target.url.authority() + "\r\n\r\n";
-  }
+  request_tail_ = " HTTP/1.1\r\nHost: " + target.url.authority() + "\r\n\r\n";
+  if (!target.url.has_ms) fixed_request_ = "GET " + target.url.path(0) + request_tail_;
 }
 
 Worker::~Worker() = default;
@@ -279,9 +277,7 @@ void Worker::send_request(Connection& c, std::int64_t now) {
     c.request.append(target_.url.path_prefix);
     c.request.append(std::to_string(c.delay_ms));
     c.request.append(target_.url.path_suffix);
-    c.request.append(" HTTP/1.1\r\nHost: ");
-    c.request.append(target_.url.authority());
-    c.request.append("\r\n\r\n");
+    c.request.append(request_tail_);
     c.out = c.request;
   } else {
     c.out = fixed_request_;
