@@ -106,7 +106,8 @@ class Worker {
   std::deque<unsigned> connect_queue_;   // slots waiting to connect: first attempts, then reopens
   unsigned connecting_ = 0;              // connects in flight (bounded by kConnectBatch)
   unsigned first_slot_;
-  std::string fixed_request_;  // the request bytes when the URL has no {ms}
+  std::string request_tail_;   // " HTTP/1.1\r\nHost: ...\r\n\r\n", after the path
+  std::string fixed_request_;  // the whole request when the URL has no {ms}
   std::mt19937 rng_;
   std::vector<char> read_buffer_;
 };
