@@ -38,6 +38,8 @@ void check(int rc, const char* what) {
 }
 
 /// A uv_loop_t with a stop handle, closed cleanly (every handle closed, then uv_loop_close).
+// NOTE: ~Loop closes every handle still open on the loop, so a benchmark declares the handles it
+// uses (and what their callbacks touch) before its Loop: they are destroyed after it.
 class Loop {
  public:
   Loop() {
@@ -72,9 +74,9 @@ class Loop {
 void count(uv_handle_t* handle) { ++*static_cast<long*>(handle->data); }
 
 void BM_uv_async_send(benchmark::State& state) {
-  Loop loop;
   uv_async_t async{};
   long calls = 0;
+  Loop loop;
   check(uv_async_init(loop.get(), &async, [](uv_async_t* a) { count(reinterpret_cast<uv_handle_t*>(a)); }),
         "uv_async_init");
   async.data = &calls;
@@ -87,9 +89,9 @@ void BM_uv_async_send(benchmark::State& state) {
 }
 
 void BM_uv_idle_round(benchmark::State& state) {
-  Loop loop;
   uv_idle_t idle{};
   long calls = 0;
+  Loop loop;
   check(uv_idle_init(loop.get(), &idle), "uv_idle_init");
   idle.data = &calls;
   check(uv_idle_start(&idle, [](uv_idle_t* i) { count(reinterpret_cast<uv_handle_t*>(i)); }),
@@ -100,9 +102,9 @@ void BM_uv_idle_round(benchmark::State& state) {
 }
 
 void BM_uv_timer_zero(benchmark::State& state) {
-  Loop loop;
   uv_timer_t timer{};
   long calls = 0;
+  Loop loop;
   check(uv_timer_init(loop.get(), &timer), "uv_timer_init");
   timer.data = &calls;
   for (auto _ : state) {
@@ -134,8 +136,8 @@ struct Chain {
 };
 
 void BM_uv_callback_chain(benchmark::State& state) {
-  Loop loop;
   long finished = 0;
+  Loop loop;
   for (auto _ : state) {
     auto* chain = new Chain;
     chain->steps_left = state.range(0);
@@ -164,8 +166,8 @@ struct Offload {
 /// thread does the work, queues itself under a mutex and uv_async_send()s; the loop's async
 /// callback joins it and resumes the request. (aeronet's deferWork detaches instead of joining.)
 void BM_offload_uv_thread(benchmark::State& state) {
-  Loop loop;
   Offload offload;
+  Loop loop;
   check(uv_async_init(loop.get(), &offload.back, [](uv_async_t* a) {
           auto& o = *static_cast<Offload*>(a->data);
           std::vector<std::thread*> done;
@@ -202,8 +204,8 @@ void BM_offload_uv_thread(benchmark::State& state) {
 /// (UV_THREADPOOL_SIZE = ServerOptions::blocking_threads, unless already set).
 void BM_offload_uv_pool(benchmark::State& state) {
   ::setenv("UV_THREADPOOL_SIZE", std::to_string(cm::ServerOptions{}.blocking_threads).c_str(), 0);
-  Loop loop;
   Offload offload;
+  Loop loop;
   offload.work.data = &offload;
   for (auto _ : state) {
     const long before = offload.resumed;
