@@ -74,8 +74,8 @@ constexpr std::string_view group = "asio";  ///< BM_asio_*, BM_offload_asio_*
 /// does in a server. It has no pending operation, so run() still returns once the work is done.
 struct Loop {
   asio::io_context io{1};
-  asio::ip::tcp::acceptor listener{
-      io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)};
+  asio::ip::tcp::acceptor listener{io,
+                                   asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)};
 };
 
 /// The boost.async seed's setup: an io_context holding no I/O object, so no reactor runs.
@@ -97,8 +97,8 @@ std::unique_ptr<T> open(benchmark::State& state) {
 #endif
     return std::make_unique<T>();
   } catch (const std::system_error& error) {
-    const std::string why = (group == "asio" ? "io_context: " : "io_uring unavailable: ") +
-                            error.code().message();
+    const std::string why =
+        (group == "asio" ? "io_context: " : "io_uring unavailable: ") + error.code().message();
     state.SkipWithError(why.c_str());
     return nullptr;
   }
@@ -121,7 +121,8 @@ void run_on_loop(benchmark::State& state, Body body) {
 void BM_asio_post_resume(benchmark::State& state) {
   run_on_loop(state, [](benchmark::State& s) -> asio::awaitable<void> {
     auto executor = co_await asio::this_coro::executor;
-    for (auto _ : s) co_await asio::post(executor, asio::use_awaitable);
+    for (auto _ : s)
+      co_await asio::post(executor, asio::use_awaitable);
     s.SetItemsProcessed(s.iterations());
   });
 }
@@ -135,7 +136,8 @@ void BM_asio_post_resume_bare(benchmark::State& state) {
       bare->io,
       [&state]() -> asio::awaitable<void> {
         auto executor = co_await asio::this_coro::executor;
-        for (auto _ : state) co_await asio::post(executor, asio::use_awaitable);
+        for (auto _ : state)
+          co_await asio::post(executor, asio::use_awaitable);
         state.SetItemsProcessed(state.iterations());
       },
       [](std::exception_ptr error) {
@@ -177,7 +179,8 @@ void BM_asio_co_spawn(benchmark::State& state) {
 void BM_asio_await_child(benchmark::State& state) {
   run_on_loop(state, [](benchmark::State& s) -> asio::awaitable<void> {
     long finished = 0;
-    for (auto _ : s) co_await finish_at_once(finished);
+    for (auto _ : s)
+      co_await finish_at_once(finished);
     if (finished != s.iterations()) s.SkipWithError("a child coroutine did not finish");
     s.SetItemsProcessed(s.iterations());
   });
@@ -212,7 +215,8 @@ asio::awaitable<bool> work_off_loop(long& ran) {
 void BM_offload_asio_thread_detached(benchmark::State& state) {
   run_on_loop(state, [](benchmark::State& s) -> asio::awaitable<void> {
     long ran = 0;
-    for (auto _ : s) co_await offload_to_new_thread([&ran] { ++ran; }, asio::use_awaitable);
+    for (auto _ : s)
+      co_await offload_to_new_thread([&ran] { ++ran; }, asio::use_awaitable);
     if (ran != s.iterations()) s.SkipWithError("an offloaded call did not run");
     s.SetItemsProcessed(s.iterations());
   });
@@ -239,7 +243,8 @@ void BM_offload_asio_pool(benchmark::State& state) {
   asio::thread_pool pool(cm::ServerOptions{}.blocking_threads);
   run_on_loop(state, [&pool](benchmark::State& s) -> asio::awaitable<void> {
     long ran = 0;
-    for (auto _ : s) co_await asio::co_spawn(pool, work_off_loop(ran), asio::use_awaitable);
+    for (auto _ : s)
+      co_await asio::co_spawn(pool, work_off_loop(ran), asio::use_awaitable);
     if (ran != s.iterations()) s.SkipWithError("an offloaded call did not run");
     s.SetItemsProcessed(s.iterations());
   });
@@ -252,13 +257,11 @@ void BM_offload_asio_pool(benchmark::State& state) {
   const std::string primitive = "BM_" + std::string(group) + "_";
   const std::string offload = "BM_offload_" + std::string(group) + "_";
   benchmark::RegisterBenchmark((primitive + "post_resume").c_str(), BM_asio_post_resume);
-  benchmark::RegisterBenchmark((primitive + "post_resume_bare").c_str(),
-                               BM_asio_post_resume_bare);
+  benchmark::RegisterBenchmark((primitive + "post_resume_bare").c_str(), BM_asio_post_resume_bare);
   benchmark::RegisterBenchmark((primitive + "timer_zero").c_str(), BM_asio_timer_zero);
   benchmark::RegisterBenchmark((primitive + "co_spawn").c_str(), BM_asio_co_spawn);
   benchmark::RegisterBenchmark((primitive + "await_child").c_str(), BM_asio_await_child);
-  benchmark::RegisterBenchmark((offload + "thread").c_str(), BM_offload_asio_thread)
-      ->UseRealTime();
+  benchmark::RegisterBenchmark((offload + "thread").c_str(), BM_offload_asio_thread)->UseRealTime();
   benchmark::RegisterBenchmark((offload + "thread_detached").c_str(),
                                BM_offload_asio_thread_detached)
       ->UseRealTime();
@@ -271,7 +274,9 @@ void BM_offload_asio_pool(benchmark::State& state) {
 #ifdef CM_MICRO_ASIO_URING
 /// The one symbol the io_uring variant's shared library exports: cm-micro refers to it, so the
 /// library is loaded (and its benchmarks registered) whatever the linker's --as-needed says.
-extern "C" __attribute__((visibility("default"))) int cm_micro_asio_uring_linked() { return 1; }
+extern "C" __attribute__((visibility("default"))) int cm_micro_asio_uring_linked() {
+  return 1;
+}
 #elif defined(CM_MICRO_LINK_ASIO_URING)
 extern "C" int cm_micro_asio_uring_linked();
 [[maybe_unused]] static const int asio_uring_linked = cm_micro_asio_uring_linked();

@@ -47,7 +47,8 @@ constexpr std::size_t chunk_bytes = 1024;
 
 std::string pipelined_requests() {
   std::string bytes;
-  for (int i = 0; i < pipeline_depth; ++i) bytes += delay_request;
+  for (int i = 0; i < pipeline_depth; ++i)
+    bytes += delay_request;
   return bytes;
 }
 
@@ -132,8 +133,12 @@ void run_raw_llhttp(benchmark::State& state, std::string_view bytes, int expecte
   state.SetItemsProcessed(state.iterations() * expected);
 }
 
-void BM_core_parse_get_cm(benchmark::State& state) { run_cm_parser(state, delay_request, 1); }
-void BM_core_parse_get_llhttp(benchmark::State& state) { run_raw_llhttp(state, delay_request, 1); }
+void BM_core_parse_get_cm(benchmark::State& state) {
+  run_cm_parser(state, delay_request, 1);
+}
+void BM_core_parse_get_llhttp(benchmark::State& state) {
+  run_raw_llhttp(state, delay_request, 1);
+}
 
 void BM_core_parse_pipelined16_cm(benchmark::State& state) {
   run_cm_parser(state, pipelined_requests(), pipeline_depth);

@@ -49,9 +49,12 @@ class Loop {
   ~Loop() {
     // NOTE: a handle's memory may be released only after its close callback has run, which
     // uv_run() does; uv_loop_close() then fails with UV_EBUSY if anything is left open.
-    uv_walk(&loop_, [](uv_handle_t* h, void*) {
-      if (!uv_is_closing(h)) uv_close(h, nullptr);
-    }, nullptr);
+    uv_walk(
+        &loop_,
+        [](uv_handle_t* h, void*) {
+          if (!uv_is_closing(h)) uv_close(h, nullptr);
+        },
+        nullptr);
     uv_run(&loop_, UV_RUN_DEFAULT);
     uv_loop_close(&loop_);
   }
@@ -71,13 +74,16 @@ class Loop {
 }();
 
 /// A counter reached through a handle's data pointer.
-void count(uv_handle_t* handle) { ++*static_cast<long*>(handle->data); }
+void count(uv_handle_t* handle) {
+  ++*static_cast<long*>(handle->data);
+}
 
 void BM_uv_async_send(benchmark::State& state) {
   uv_async_t async{};
   long calls = 0;
   Loop loop;
-  check(uv_async_init(loop.get(), &async, [](uv_async_t* a) { count(reinterpret_cast<uv_handle_t*>(a)); }),
+  check(uv_async_init(loop.get(), &async,
+                      [](uv_async_t* a) { count(reinterpret_cast<uv_handle_t*>(a)); }),
         "uv_async_init");
   async.data = &calls;
   for (auto _ : state) {
@@ -96,7 +102,8 @@ void BM_uv_idle_round(benchmark::State& state) {
   idle.data = &calls;
   check(uv_idle_start(&idle, [](uv_idle_t* i) { count(reinterpret_cast<uv_handle_t*>(i)); }),
         "uv_idle_start");
-  for (auto _ : state) uv_run(loop.get(), UV_RUN_NOWAIT);
+  for (auto _ : state)
+    uv_run(loop.get(), UV_RUN_NOWAIT);
   if (calls != state.iterations()) state.SkipWithError("an idle callback was missed");
   state.SetItemsProcessed(state.iterations());
 }
@@ -108,7 +115,8 @@ void BM_uv_timer_zero(benchmark::State& state) {
   check(uv_timer_init(loop.get(), &timer), "uv_timer_init");
   timer.data = &calls;
   for (auto _ : state) {
-    uv_timer_start(&timer, [](uv_timer_t* t) { count(reinterpret_cast<uv_handle_t*>(t)); }, 0, 0);
+    uv_timer_start(
+        &timer, [](uv_timer_t* t) { count(reinterpret_cast<uv_handle_t*>(t)); }, 0, 0);
     uv_run(loop.get(), UV_RUN_NOWAIT);
   }
   if (calls != state.iterations()) state.SkipWithError("a zero timer did not fire in its round");
@@ -146,7 +154,8 @@ void BM_uv_callback_chain(benchmark::State& state) {
     uv_idle_init(loop.get(), &chain->idle);
     uv_idle_start(&chain->idle, &Chain::step);
     const long before = finished;
-    while (finished == before) uv_run(loop.get(), UV_RUN_NOWAIT);
+    while (finished == before)
+      uv_run(loop.get(), UV_RUN_NOWAIT);
   }
   if (finished != state.iterations()) state.SkipWithError("a chain did not finish");
   state.SetItemsProcessed(state.iterations());
@@ -156,7 +165,7 @@ void BM_uv_callback_chain(benchmark::State& state) {
 struct Offload {
   uv_async_t back{};
   uv_work_t work{};
-  std::mutex mutex;                   // guards finished
+  std::mutex mutex;                    // guards finished
   std::vector<std::thread*> finished;  // threads whose work is done, for the loop to join
   std::atomic<long> ran{0};
   long resumed = 0;
@@ -168,18 +177,19 @@ struct Offload {
 void BM_offload_uv_thread(benchmark::State& state) {
   Offload offload;
   Loop loop;
-  check(uv_async_init(loop.get(), &offload.back, [](uv_async_t* a) {
-          auto& o = *static_cast<Offload*>(a->data);
-          std::vector<std::thread*> done;
-          {
-            std::lock_guard lock(o.mutex);
-            done.swap(o.finished);
-          }
-          for (std::thread* t : done) {
-            t->join();
-            ++o.resumed;
-          }
-        }),
+  check(uv_async_init(loop.get(), &offload.back,
+                      [](uv_async_t* a) {
+                        auto& o = *static_cast<Offload*>(a->data);
+                        std::vector<std::thread*> done;
+                        {
+                          std::lock_guard lock(o.mutex);
+                          done.swap(o.finished);
+                        }
+                        for (std::thread* t : done) {
+                          t->join();
+                          ++o.resumed;
+                        }
+                      }),
         "uv_async_init");
   offload.back.data = &offload;
   for (auto _ : state) {
@@ -194,7 +204,8 @@ void BM_offload_uv_thread(benchmark::State& state) {
       }
       uv_async_send(&offload.back);
     });
-    while (offload.resumed == before) uv_run(loop.get(), UV_RUN_ONCE);
+    while (offload.resumed == before)
+      uv_run(loop.get(), UV_RUN_ONCE);
   }
   if (offload.ran != state.iterations()) state.SkipWithError("an offloaded call did not run");
   state.SetItemsProcessed(state.iterations());
@@ -216,7 +227,8 @@ void BM_offload_uv_pool(benchmark::State& state) {
               },
               [](uv_work_t* w, int) { ++static_cast<Offload*>(w->data)->resumed; }),
           "uv_queue_work");
-    while (offload.resumed == before) uv_run(loop.get(), UV_RUN_ONCE);
+    while (offload.resumed == before)
+      uv_run(loop.get(), UV_RUN_ONCE);
   }
   if (offload.ran != state.iterations()) state.SkipWithError("an offloaded call did not run");
   state.SetItemsProcessed(state.iterations());

@@ -147,7 +147,9 @@ uring::Task<void> nops(uring::Ring& ring, benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
-void BM_uring_nop(benchmark::State& state) { run_on_ring(state, nops); }
+void BM_uring_nop(benchmark::State& state) {
+  run_on_ring(state, nops);
+}
 
 uring::Task<void> zero_timeouts(uring::Ring& ring, benchmark::State& state) {
   for (auto _ : state) {
@@ -159,7 +161,9 @@ uring::Task<void> zero_timeouts(uring::Ring& ring, benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
-void BM_uring_timeout_zero(benchmark::State& state) { run_on_ring(state, zero_timeouts); }
+void BM_uring_timeout_zero(benchmark::State& state) {
+  run_on_ring(state, zero_timeouts);
+}
 
 uring::Task<void> finish_at_once(long& finished) {
   ++finished;
@@ -172,7 +176,8 @@ void BM_uring_spawn(benchmark::State& state) {
   std::unique_ptr<uring::Ring> ring = open_ring(state);
   if (!ring) return;
   long finished = 0;
-  for (auto _ : state) ring->spawn(finish_at_once(finished));
+  for (auto _ : state)
+    ring->spawn(finish_at_once(finished));
   if (finished != state.iterations() || ring->spawned() != 0) {
     state.SkipWithError("a spawned task did not finish");
   }
@@ -181,12 +186,15 @@ void BM_uring_spawn(benchmark::State& state) {
 
 uring::Task<void> await_children(uring::Ring&, benchmark::State& state) {
   long finished = 0;
-  for (auto _ : state) co_await finish_at_once(finished);
+  for (auto _ : state)
+    co_await finish_at_once(finished);
   if (finished != state.iterations()) state.SkipWithError("a child task did not finish");
   state.SetItemsProcessed(state.iterations());
 }
 
-void BM_uring_await_child(benchmark::State& state) { run_on_ring(state, await_children); }
+void BM_uring_await_child(benchmark::State& state) {
+  run_on_ring(state, await_children);
+}
 
 /// The model's --offload thread: uring::on_new_thread, a std::thread per call that Ring::post()s
 /// the coroutine back (the ring's eventfd wakes run_once) and is joined when it resumes.
@@ -202,7 +210,9 @@ uring::Task<void> thread_round_trips(uring::Ring& ring, benchmark::State& state)
   state.SetItemsProcessed(state.iterations());
 }
 
-void BM_offload_uring_thread(benchmark::State& state) { run_on_ring(state, thread_round_trips); }
+void BM_offload_uring_thread(benchmark::State& state) {
+  run_on_ring(state, thread_round_trips);
+}
 
 /// The model's pool: uring::Pool of ServerOptions::blocking_threads workers, each job posting its
 /// coroutine back onto the ring it came from.
