@@ -247,6 +247,7 @@ Result run(const Options& options) {
     for (auto& f : failures)
       if (f) std::rethrow_exception(f);
   };
+  const std::int64_t connect_start = now_ns();
   for (unsigned t = 0; t < threads; ++t) {
     loops.emplace_back([&, t] {
       try {
@@ -271,6 +272,7 @@ Result run(const Options& options) {
     if (shared.resolved.load() != resolved) last_progress = now_ns();
     if (now_ns() - last_progress > target.timeout_ns) break;
   }
+  const double connect_s = static_cast<double>(now_ns() - connect_start) / 1e9;
 
   Result result;
   result.url = options.url;
@@ -280,6 +282,7 @@ Result run(const Options& options) {
   result.delay = options.delay;
   result.warmup_s = options.warmup_s;
   result.duration_s = options.duration_s;
+  result.connect_s = connect_s;
   auto gather_failures = [&] {
     for (const auto& w : workers)
       for (const auto& [reason, n] : w->connect_failures())
@@ -302,6 +305,7 @@ Result run(const Options& options) {
     first.connections_open = opened;
     first.source_addresses = sources;
     first.still_connecting = options.connections - std::min(options.connections, resolved);
+    first.connect_s = connect_s;
     for (const auto& w : workers)
       for (const auto& [reason, n] : w->connect_failures())
         first.connect_failures[reason] += n;
@@ -355,6 +359,7 @@ nlohmann::json to_json(const Result& r) {
       {"connect_failures", failures},
       {"source_addresses", r.source_addresses},
       {"delay_ms", delay},
+      {"connect_s", r.connect_s},
       {"warmup_s", r.warmup_s},
       {"duration_s", r.duration_s},
       {"requests", r.requests},
@@ -379,7 +384,7 @@ nlohmann::json to_json(const Result& r) {
 std::string connection_line(const Result& r) {
   std::ostringstream s;
   s << "cm-load: opened " << r.connections_open << " of " << r.connections_requested
-    << " connections";
+    << " connections in " << std::fixed << std::setprecision(2) << r.connect_s << " s";
   if (r.source_addresses > 1) s << " from 127.0.0.1-" << r.source_addresses;
   if (r.still_connecting) s << " (" << r.still_connecting << " still connecting)";
   if (r.connect_failures.empty()) {

@@ -63,6 +63,7 @@ struct Result {
   unsigned connections_open = 0;  ///< connected at the end of the measured window
   unsigned source_addresses = 1;  ///< 127.0.0.1 .. 127.0.0.N used as source addresses
   unsigned still_connecting = 0;  ///< first attempts unresolved when the connect phase ended
+  double connect_s = 0;           ///< how long the connect phase took
   std::map<std::string, std::uint64_t> connect_failures;  ///< "ECONNREFUSED", "timeout", ...
   std::optional<DelayRange> delay;
   double warmup_s = 0;
