@@ -42,7 +42,8 @@ constexpr auto as_value = asio::as_tuple(use_awaitable);  // errors as values, n
 awaitable<std::tuple<error_code, std::size_t>> receive(Connection& c, Session* session) {
   // NOTE: the buffer lives in this coroutine's frame, so only for as long as a read is pending:
   // a connection waiting on a timer does not hold it (docs/models/asio_coro.md, "What a waiting
-  // request costs").
+  // request costs"). `||` completes only after the losing operation was cancelled and finished,
+  // so no read into `buffer` outlives the frame.
   std::array<char, read_buffer_bytes> buffer;
   auto first = co_await (c.socket.async_read_some(asio::buffer(buffer), as_value) ||
                          c.timer.async_wait(as_value));
