@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -161,6 +162,7 @@ Child::Child(const std::vector<std::string>& argv, const std::vector<int>& cpus,
     throw std::system_error(errno, std::generic_category(), "pipe2");
   Fd read_end(pipe_fds[0]), write_end(pipe_fds[1]);
 
+  const pid_t parent = ::getpid();
   pid_ = ::fork();
   if (pid_ < 0) throw std::system_error(errno, std::generic_category(), "fork");
   if (pid_ == 0) {
@@ -169,6 +171,9 @@ Child::Child(const std::vector<std::string>& argv, const std::vector<int>& cpus,
     const int out = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (out < 0 || ::dup2(out, 1) < 0 || ::dup2(out, 2) < 0) err = errno;
     if (!err && !cpus.empty() && ::sched_setaffinity(0, sizeof set, &set) != 0) err = errno;
+    // A server must not outlive cm-price (killed by a timeout, say): SIGTERM when it dies.
+    if (!err && ::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) err = errno;
+    if (!err && ::getppid() != parent) ::_exit(127);  // it died already
     if (!err) {
       ::execv(args[0], args.data());
       err = errno;

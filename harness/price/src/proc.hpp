@@ -40,7 +40,8 @@ std::vector<int> allowed_cpus();
 std::string cpu_list_string(const std::vector<int>& cpus);
 
 /// A child process: started by the constructor, stopped (SIGTERM, then SIGKILL after a grace
-/// period) by stop() or the destructor. Never outlives its owner.
+/// period) by stop() or the destructor. Never outlives its owner: it gets SIGTERM if the thread
+/// that started it dies (PR_SET_PDEATHSIG).
 class Child {
  public:
   /// Starts argv[0] (a path) with argv, pinned to `cpus` when non-empty, stdout and stderr
