@@ -31,9 +31,9 @@ namespace {
 
 /// Connections one source address should carry to one server port. The kernel's ephemeral range
 /// gives about 28,000 ports per (source, destination) pair, but connect() prefers even ports and
-/// searches linearly once they run out: measured here, 16,000 connections opened three times
-/// faster from 4 source addresses than from one. So auto mode takes a new 127.0.0.x every quarter
-/// range (about 7,000 connections).
+/// searches linearly once they run out: measured here, 16,000 connections opened in 2.9 s from
+/// one source address and 0.8 s from four (README.md). So auto mode takes a new 127.0.0.x every
+/// quarter range (about 7,000 connections).
 unsigned connections_per_source() {
   std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
   unsigned lo = 32768, hi = 60999;
