@@ -112,6 +112,16 @@ TEST(Load, FollowsAnAnnouncedCloseWithoutAnError) {
   EXPECT_EQ(r.reconnects, r.responses_total);  // one reopen after each answer
 }
 
+TEST(Load, ParsesAnswersSplitAtEveryByte) {
+  TestServer server(Behaviour::dribble);
+  Options o = short_run(server.port(), "/delay/{ms}");
+  o.connections = 4;
+  Result r = run(o);
+  EXPECT_EQ(r.errors.total(), 0u);
+  EXPECT_GT(r.requests, 0u);
+  EXPECT_LE(r.responses_total, server.answered());
+}
+
 TEST(Load, CountsTimeoutsAndReopens) {
   TestServer server(Behaviour::silent);
   Options o = short_run(server.port(), "/delay/{ms}");

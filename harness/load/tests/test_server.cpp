@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -108,9 +109,20 @@ void TestServer::serve() {
           "HTTP/1.1 " + status +
           "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) +
           "\r\n" + (announce_close ? "Connection: close\r\n" : "") + "\r\n" + body;
-      if (::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL) ==
-          static_cast<ssize_t>(reply.size()))
+      if (behaviour_ == Behaviour::dribble) {
+        // One byte per segment (TCP_NODELAY), a little apart: the client sees every split.
+        int one = 1;
+        ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        bool sent = true;
+        for (char byte : reply) {
+          sent = sent && ::send(fd, &byte, 1, MSG_NOSIGNAL) == 1;
+          std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+        if (sent) ++answered_;
+      } else if (::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL) ==
+                 static_cast<ssize_t>(reply.size())) {
         ++answered_;
+      }
       if (behaviour_ == Behaviour::close_after_answer || announce_close) to_close.push_back(fd);
     }
     for (int fd : to_close)

@@ -20,6 +20,7 @@ enum class Behaviour {
   close_after_answer,  ///< correct, then closes the connection without saying so
   close_announced,     ///< correct with `Connection: close`, then closes (a legitimate close)
   silent,              ///< reads requests, never answers
+  dribble,             ///< correct, but each answer is written a byte at a time
 };
 
 /// Listens on 127.0.0.1, port 0, from construction to destruction.
