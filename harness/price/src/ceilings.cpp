@@ -62,9 +62,9 @@ std::optional<double> waiting_threads(const ServerShape& shape, std::string_view
         return std::nullopt;
       }
       if (is_block) {
-        if (shape.offload == "inline") return shape.loops;  // the blocking call stalls the loop
+        if (shape.offload == "inline") return shape.loops;   // the blocking call stalls the loop
         if (shape.offload == "thread") return std::nullopt;  // a new thread per call
-        return shape.pool;                                    // standard and pool
+        return shape.pool;                                   // standard and pool
       }
       return std::nullopt;
     case ServerKind::peer:

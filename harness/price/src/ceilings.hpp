@@ -11,12 +11,12 @@ namespace cm::price {
 
 /// What limits a row, as known before it runs (plus the CPU ceiling measured earlier).
 struct CeilingInputs {
-  double connections = 0;                ///< connections actually open during the row
-  double mean_delay_ms = 0;              ///< mean wait a request must honour (0: none)
-  std::optional<double> threads;         ///< threads a waiting request holds, if it holds one
-  std::optional<double> cpu_rps;         ///< the server's own /plaintext rps in the same run
-  double compute_us = 0;                 ///< CPU a request must burn (/cpu/N), 0 otherwise
-  unsigned server_cpus = 1;              ///< CPUs the server may run on
+  double connections = 0;         ///< connections actually open during the row
+  double mean_delay_ms = 0;       ///< mean wait a request must honour (0: none)
+  std::optional<double> threads;  ///< threads a waiting request holds, if it holds one
+  std::optional<double> cpu_rps;  ///< the server's own /plaintext rps in the same run
+  double compute_us = 0;          ///< CPU a request must burn (/cpu/N), 0 otherwise
+  unsigned server_cpus = 1;       ///< CPUs the server may run on
 };
 
 /// The ceilings that apply to a row; an absent one does not apply.
@@ -50,9 +50,9 @@ enum class ServerKind { blocking, async, peer };
 /// What the server was started with, as far as the ceilings care.
 struct ServerShape {
   ServerKind kind = ServerKind::async;
-  unsigned workers = 64;     ///< the blocking model's pool
-  unsigned loops = 1;        ///< an async model's event loops
-  unsigned pool = 64;        ///< an async model's offload pool (--blocking-threads)
+  unsigned workers = 64;             ///< the blocking model's pool
+  unsigned loops = 1;                ///< an async model's event loops
+  unsigned pool = 64;                ///< an async model's offload pool (--blocking-threads)
   std::string offload = "standard";  ///< --offload of an async model
   std::string wait_mode = "timer";   ///< --wait-mode of an async model
 };

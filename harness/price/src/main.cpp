@@ -23,8 +23,8 @@
 #include <map>
 #include <sstream>
 
-#include "profile.hpp"
 #include "proc.hpp"
+#include "profile.hpp"
 #include "report.hpp"
 #include "runner.hpp"
 
@@ -69,14 +69,17 @@ int main(int argc, char** argv) {
   std::string bin_dir, out_dir, source_dir = CM_SOURCE_DIR;
   Overrides o;
   bool charts = true, keep_work = false;
-  app.add_option("profile", profile_name, "a name in harness/profiles/ (quick, delay-sweep, arena, offload) or a file")
+  app.add_option("profile", profile_name,
+                 "a name in harness/profiles/ (quick, delay-sweep, arena, offload) or a file")
       ->required();
   app.add_option("--models", models, "only these models (and peers), comma-separated");
-  app.add_option("--connections", connections, "connection counts of the sweep rows, e.g. 100,1000");
+  app.add_option("--connections", connections,
+                 "connection counts of the sweep rows, e.g. 100,1000");
   app.add_option("--delay", delays, "delays (ms, or A:B) of the sweep rows, e.g. 1000 or 10:90");
   app.add_option("--duration", o.duration_s, "measured seconds per row");
   app.add_option("--warmup", o.warmup_s, "warm-up seconds per row, not counted");
-  app.add_option("--timeout", o.timeout_ms, "cm-load --timeout in ms (default: max(2000, 3 x delay))");
+  app.add_option("--timeout", o.timeout_ms,
+                 "cm-load --timeout in ms (default: max(2000, 3 x delay))");
   app.add_option("--blocking-workers", o.blocking_workers, "the blocking model's --threads");
   app.add_option("--pool", o.pool, "the async models' --blocking-threads");
   app.add_option("--loops", o.loops, "the async models' --threads (default: the server's CPUs)");
@@ -85,14 +88,19 @@ int main(int argc, char** argv) {
   app.add_option("--peers", peers, "reference rows from nginx and node when installed")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
-  app.add_option("--out", out_dir, "results folder; the profile writes <out>/<profile>/ (default: <repo>/results)");
-  app.add_option("--bin-dir", bin_dir, "where cm-server and cm-load are (default: next to cm-price)");
-  app.add_option("--source-dir", source_dir, "the repository (profiles, peers, plot)")->capture_default_str();
-  app.add_option("--python", python, "the Python with matplotlib that runs harness/plot")->capture_default_str();
+  app.add_option("--out", out_dir,
+                 "results folder; the profile writes <out>/<profile>/ (default: <repo>/results)");
+  app.add_option("--bin-dir", bin_dir,
+                 "where cm-server and cm-load are (default: next to cm-price)");
+  app.add_option("--source-dir", source_dir, "the repository (profiles, peers, plot)")
+      ->capture_default_str();
+  app.add_option("--python", python, "the Python with matplotlib that runs harness/plot")
+      ->capture_default_str();
   app.add_flag("!--no-charts", charts, "do not draw the charts");
   app.add_flag("--keep-work", keep_work, "keep the scratch folder (logs, cm-load JSON)");
   std::string note;
-  app.add_option("--note", note, "the conditions of the run, written into results.md (e.g. \"machine shared\")");
+  app.add_option("--note", note,
+                 "the conditions of the run, written into results.md (e.g. \"machine shared\")");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -112,28 +120,32 @@ int main(int argc, char** argv) {
 
     Settings settings;
     settings.source_dir = source_dir;
-    settings.bin_dir = bin_dir.empty() ? fs::canonical("/proc/self/exe").parent_path() : fs::path(bin_dir);
+    settings.bin_dir =
+        bin_dir.empty() ? fs::canonical("/proc/self/exe").parent_path() : fs::path(bin_dir);
     for (const char* tool : {"cm-server", "cm-load"}) {
       if (::access((settings.bin_dir / tool).c_str(), X_OK) != 0)
-        throw std::invalid_argument((settings.bin_dir / tool).string() + " is missing: build it first (make build)");
+        throw std::invalid_argument((settings.bin_dir / tool).string() +
+                                    " is missing: build it first (make build)");
     }
-    const fs::path results = (out_dir.empty() ? fs::path(source_dir) / "results" : fs::path(out_dir)) / profile.name;
+    const fs::path results =
+        (out_dir.empty() ? fs::path(source_dir) / "results" : fs::path(out_dir)) / profile.name;
 
     // Split the CPUs: the server on the first k, cm-load on the rest.
     const auto cpus = allowed_cpus();
     std::string pinning;
     if (cpus.size() >= 2) {
-      const std::size_t k = std::min<std::size_t>(profile.server_cpus.value_or(std::max<std::size_t>(1, cpus.size() / 2)),
-                                                  cpus.size() - 1);
+      const std::size_t k = std::min<std::size_t>(
+          profile.server_cpus.value_or(std::max<std::size_t>(1, cpus.size() / 2)), cpus.size() - 1);
       settings.server_cpus.assign(cpus.begin(), cpus.begin() + static_cast<std::ptrdiff_t>(k));
       settings.load_cpus.assign(cpus.begin() + static_cast<std::ptrdiff_t>(k), cpus.end());
       pinning = "pinned with sched_setaffinity";
     } else {
       pinning = "not pinned: one CPU only";
     }
-    settings.loops = profile.loops.value_or(static_cast<unsigned>(std::max<std::size_t>(1, settings.server_cpus.size())));
-    settings.load_threads =
-        profile.load_threads.value_or(static_cast<unsigned>(std::max<std::size_t>(1, settings.load_cpus.size())));
+    settings.loops = profile.loops.value_or(
+        static_cast<unsigned>(std::max<std::size_t>(1, settings.server_cpus.size())));
+    settings.load_threads = profile.load_threads.value_or(
+        static_cast<unsigned>(std::max<std::size_t>(1, settings.load_cpus.size())));
     raise_open_files();
 
     const auto built = built_models(settings.bin_dir / "cm-server");
@@ -141,7 +153,8 @@ int main(int argc, char** argv) {
     const auto targets = plan_targets(profile, built, split(models), peers == "on", skipped);
 
     char work_template[] = "/tmp/cm-price.XXXXXX";
-    if (!::mkdtemp(work_template)) throw std::system_error(errno, std::generic_category(), "mkdtemp");
+    if (!::mkdtemp(work_template))
+      throw std::system_error(errno, std::generic_category(), "mkdtemp");
     settings.work_dir = work_template;
 
     nlohmann::json meta;
@@ -153,7 +166,8 @@ int main(int argc, char** argv) {
     meta["started_utc"] = utc_now();
     meta["commit"] = commit_info(source_dir);
     meta["machine"] = machine_info(source_dir);
-    meta["server_cpus"] = settings.server_cpus.empty() ? "any" : cpu_list_string(settings.server_cpus);
+    meta["server_cpus"] =
+        settings.server_cpus.empty() ? "any" : cpu_list_string(settings.server_cpus);
     meta["load_cpus"] = settings.load_cpus.empty() ? "any" : cpu_list_string(settings.load_cpus);
     meta["server_cpu_count"] = std::max<std::size_t>(1, settings.server_cpus.size());
     meta["pinning"] = pinning;
@@ -164,9 +178,9 @@ int main(int argc, char** argv) {
     meta["warmup_s"] = profile.warmup_s;
     meta["duration_s"] = profile.duration_s;
 
-    std::cerr << "cm-price: profile " << profile.name << ", " << targets.size() << " servers; server on CPU "
-              << meta["server_cpus"].get<std::string>() << ", cm-load on CPU " << meta["load_cpus"].get<std::string>()
-              << "\n";
+    std::cerr << "cm-price: profile " << profile.name << ", " << targets.size()
+              << " servers; server on CPU " << meta["server_cpus"].get<std::string>()
+              << ", cm-load on CPU " << meta["load_cpus"].get<std::string>() << "\n";
     std::vector<TargetResult> priced;
     // A model's CPU ceiling comes from the first variant it was priced in (offload: inline, where
     // the trivial request runs on the loop); its other variants are priced against that.
@@ -178,8 +192,8 @@ int main(int argc, char** argv) {
       if (priced.back().cpu_rps && !inherited)
         ceilings[target.name] = {*priced.back().cpu_rps, "variant " + target.variant.name};
       if (!priced.back().priced)
-        std::cerr << "cm-price: " << target.name << " (" << target.variant.name << ") not priced: "
-                  << priced.back().refused << "\n";
+        std::cerr << "cm-price: " << target.name << " (" << target.variant.name
+                  << ") not priced: " << priced.back().refused << "\n";
     }
     meta["finished_utc"] = utc_now();
 
@@ -191,10 +205,12 @@ int main(int argc, char** argv) {
     std::ofstream(results / "machine.md") << machine_markdown(meta["machine"]);
     std::string chart_note;
     if (charts) {
-      const std::string cmd = "'" + python + "' '" + (fs::path(source_dir) / "harness/plot").string() + "' '" +
+      const std::string cmd = "'" + python + "' '" +
+                              (fs::path(source_dir) / "harness/plot").string() + "' '" +
                               (results / "results.json").string() + "'";
       const int rc = std::system(cmd.c_str());
-      if (rc != 0) chart_note = "charts: `" + cmd + "` failed (" + describe_wait_status(rc) + "); none drawn";
+      if (rc != 0)
+        chart_note = "charts: `" + cmd + "` failed (" + describe_wait_status(rc) + "); none drawn";
     }
     std::string md = markdown_report(meta, priced, skipped);
     std::vector<std::string> pngs;
@@ -203,7 +219,8 @@ int main(int argc, char** argv) {
     std::sort(pngs.begin(), pngs.end());
     if (!pngs.empty()) {
       md += "## Charts (harness/plot, matplotlib)\n\n";
-      for (const auto& p : pngs) md += "![" + p + "](" + p + ")\n\n";
+      for (const auto& p : pngs)
+        md += "![" + p + "](" + p + ")\n\n";
     }
     if (!chart_note.empty()) md += chart_note + "\n";
     std::ofstream(results / "results.md") << md;
@@ -216,15 +233,20 @@ int main(int argc, char** argv) {
     bool failed = false;
     for (const auto& t : priced) {
       if (!t.priced) {
-        std::cout << "not priced: " << t.target.name << " (" << t.target.variant.name << "): " << t.refused << "\n";
+        std::cout << "not priced: " << t.target.name << " (" << t.target.variant.name
+                  << "): " << t.refused << "\n";
         failed |= t.validation.ok == false;
       }
-      for (const auto& r : t.rows) failed |= !r.error.empty();
+      for (const auto& r : t.rows)
+        failed |= !r.error.empty();
     }
-    for (const auto& s : skipped) std::cout << "skipped " << s << "\n";
-    std::cout << "results: " << results.string() << "/ (results.md, results.csv, results.json, machine.md"
+    for (const auto& s : skipped)
+      std::cout << "skipped " << s << "\n";
+    std::cout << "results: " << results.string()
+              << "/ (results.md, results.csv, results.json, machine.md"
               << (pngs.empty() ? "" : ", charts") << ")\n";
-    if (keep_work) std::cout << "scratch (logs, cm-load JSON): " << settings.work_dir.string() << "\n";
+    if (keep_work)
+      std::cout << "scratch (logs, cm-load JSON): " << settings.work_dir.string() << "\n";
     return failed ? 1 : 0;
   } catch (const std::invalid_argument& e) {
     std::cerr << "cm-price: " << e.what() << "\n";

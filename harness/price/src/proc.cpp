@@ -3,8 +3,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
-#include <sys/prctl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,12 +31,15 @@ std::vector<std::string> stat_fields(pid_t pid) {
                             "read /proc/" + std::to_string(pid) + "/stat");
   const auto close = line.rfind(')');
   if (close == std::string::npos)
-    throw std::system_error(EINVAL, std::generic_category(), "parse /proc/" + std::to_string(pid) + "/stat");
+    throw std::system_error(EINVAL, std::generic_category(),
+                            "parse /proc/" + std::to_string(pid) + "/stat");
   std::istringstream rest(line.substr(close + 1));
   std::vector<std::string> fields;
-  for (std::string f; rest >> f;) fields.push_back(f);
+  for (std::string f; rest >> f;)
+    fields.push_back(f);
   if (fields.size() < 13)
-    throw std::system_error(EINVAL, std::generic_category(), "parse /proc/" + std::to_string(pid) + "/stat");
+    throw std::system_error(EINVAL, std::generic_category(),
+                            "parse /proc/" + std::to_string(pid) + "/stat");
   return fields;
 }
 
@@ -129,7 +132,8 @@ std::string cpu_list_string(const std::vector<int>& cpus) {
   std::string out;
   for (std::size_t i = 0; i < cpus.size();) {
     std::size_t j = i;
-    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1)
+      ++j;
     if (!out.empty()) out += ',';
     out += std::to_string(cpus[i]);
     if (j > i) out += "-" + std::to_string(cpus[j]);
@@ -148,12 +152,14 @@ Child::Child(const std::vector<std::string>& argv, const std::vector<int>& cpus,
              const std::filesystem::path& log) {
   if (argv.empty()) throw std::invalid_argument("Child: empty argv");
   std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   const std::string log_path = log.empty() ? "/dev/null" : log.string();
   cpu_set_t set;
   CPU_ZERO(&set);
-  for (int c : cpus) CPU_SET(c, &set);
+  for (int c : cpus)
+    CPU_SET(c, &set);
 
   // The child reports an exec (or setup) failure through this close-on-exec pipe: nothing read
   // means exec succeeded.
@@ -184,7 +190,8 @@ Child::Child(const std::vector<std::string>& argv, const std::vector<int>& cpus,
   write_end.reset();
   int err = 0;
   ssize_t n;
-  do n = ::read(read_end.get(), &err, sizeof err);
+  do
+    n = ::read(read_end.get(), &err, sizeof err);
   while (n < 0 && errno == EINTR);
   if (n == sizeof err) {
     int status = 0;
@@ -197,7 +204,9 @@ Child::Child(const std::vector<std::string>& argv, const std::vector<int>& cpus,
 Child::Child(Child&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)), status_(other.status_) {}
 
-Child::~Child() { stop(std::chrono::seconds(5)); }
+Child::~Child() {
+  stop(std::chrono::seconds(5));
+}
 
 bool Child::running() {
   if (pid_ < 0 || status_) return false;

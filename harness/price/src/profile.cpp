@@ -11,7 +11,9 @@ namespace {
 
 using nlohmann::json;
 
-[[noreturn]] void fail(const std::string& what) { throw std::invalid_argument(what); }
+[[noreturn]] void fail(const std::string& what) {
+  throw std::invalid_argument(what);
+}
 
 void only_keys(const json& object, const std::set<std::string>& allowed, const std::string& where) {
   if (!object.is_object()) fail(where + ": expected an object");
@@ -98,14 +100,16 @@ Profile parse_profile(const json& doc) {
     if (!doc["peers"].is_array()) fail("peers: expected a list");
     for (const auto& peer : doc["peers"]) {
       const auto name = text(peer, "peers[]");
-      if (name != "nginx" && name != "node") fail("peers: \"nginx\" or \"node\", not \"" + name + "\"");
+      if (name != "nginx" && name != "node")
+        fail("peers: \"nginx\" or \"node\", not \"" + name + "\"");
       p.peers.push_back(name);
     }
   }
   if (doc.contains("server")) {
     const auto& s = doc["server"];
     only_keys(s, {"blocking_workers", "pool", "loops", "cpus"}, "server");
-    if (s.contains("blocking_workers")) p.blocking_workers = positive(s["blocking_workers"], "server.blocking_workers");
+    if (s.contains("blocking_workers"))
+      p.blocking_workers = positive(s["blocking_workers"], "server.blocking_workers");
     if (s.contains("pool")) p.pool = positive(s["pool"], "server.pool");
     if (s.contains("loops")) p.loops = positive(s["loops"], "server.loops");
     if (s.contains("cpus")) p.server_cpus = positive(s["cpus"], "server.cpus");
@@ -117,13 +121,16 @@ Profile parse_profile(const json& doc) {
       fail("chart: \"bars\", \"sweep\" or \"offload\"");
   }
   if (doc.contains("variants")) {
-    if (!doc["variants"].is_array() || doc["variants"].empty()) fail("variants: expected a non-empty list");
+    if (!doc["variants"].is_array() || doc["variants"].empty())
+      fail("variants: expected a non-empty list");
     for (const auto& v : doc["variants"]) {
       only_keys(v, {"name", "server_args"}, "variants[]");
       Variant variant{text(v.value("name", json()), "variants[].name"), {}};
       if (v.contains("server_args")) {
-        if (!v["server_args"].is_array()) fail("variants[].server_args: expected a list of strings");
-        for (const auto& a : v["server_args"]) variant.server_args.push_back(text(a, "variants[].server_args[]"));
+        if (!v["server_args"].is_array())
+          fail("variants[].server_args: expected a list of strings");
+        for (const auto& a : v["server_args"])
+          variant.server_args.push_back(text(a, "variants[].server_args[]"));
       }
       p.variants.push_back(std::move(variant));
     }
@@ -155,7 +162,8 @@ Profile parse_profile(const json& doc) {
     if (!templ && !row.delays.empty()) fail(where + ": delay_ms given but the path has no {ms}");
     if (!r.contains("connections") || !r["connections"].is_array() || r["connections"].empty())
       fail(where + ".connections: expected a non-empty list");
-    for (const auto& c : r["connections"]) row.connections.push_back(positive(c, where + ".connections[]"));
+    for (const auto& c : r["connections"])
+      row.connections.push_back(positive(c, where + ".connections[]"));
     if (r.contains("sweep")) row.sweep = r["sweep"].get<bool>();
     if (r.contains("cpu_ceiling")) row.cpu_ceiling = r["cpu_ceiling"].get<bool>();
     if (row.cpu_ceiling && templ) fail(where + ": a CPU-ceiling row cannot wait ({ms})");
@@ -198,7 +206,8 @@ void apply_overrides(Profile& p, const Overrides& o) {
       row.connections = *o.connections;
     }
     if (o.delays && row.path.find("{ms}") != std::string::npos) {
-      for (const auto& d : *o.delays) parse_delay(d);
+      for (const auto& d : *o.delays)
+        parse_delay(d);
       row.delays = *o.delays;
     }
   }
@@ -215,7 +224,8 @@ void apply_overrides(Profile& p, const Overrides& o) {
     return v;
   };
   if (at_least_one(o.timeout_ms, "--timeout")) p.timeout_ms = o.timeout_ms;
-  if (at_least_one(o.blocking_workers, "--blocking-workers")) p.blocking_workers = *o.blocking_workers;
+  if (at_least_one(o.blocking_workers, "--blocking-workers"))
+    p.blocking_workers = *o.blocking_workers;
   if (at_least_one(o.pool, "--pool")) p.pool = *o.pool;
   if (at_least_one(o.loops, "--loops")) p.loops = o.loops;
   if (at_least_one(o.server_cpus, "--server-cpus")) p.server_cpus = o.server_cpus;
@@ -229,7 +239,8 @@ std::vector<Row> expand_rows(const Profile& p) {
       if (spec.cpu_ceiling != (pass == 0)) continue;
       std::vector<std::optional<std::string>> delays;
       if (spec.delays.empty()) delays.emplace_back();
-      for (const auto& d : spec.delays) delays.emplace_back(d);
+      for (const auto& d : spec.delays)
+        delays.emplace_back(d);
       for (const auto& delay : delays) {
         for (unsigned c : spec.connections) {
           Row row{spec.id, spec.path, delay, 0, 0, c, spec.cpu_ceiling};

@@ -14,37 +14,37 @@ namespace cm::price {
 
 /// One line of a profile: a path, at one or more delays and connection counts.
 struct RowSpec {
-  std::string id;                    ///< short name ("plaintext", "delay", "block", "cpu")
-  std::string path;                  ///< URL path; `{ms}` is replaced by the delay
-  std::vector<std::string> delays;   ///< "100" or "10:90" (ms); empty when path has no {ms}
-  std::vector<unsigned> connections; ///< connection counts
-  bool sweep = false;                ///< --connections / --delay replace this row's lists
-  bool cpu_ceiling = false;          ///< this row's rps is the server's CPU ceiling
+  std::string id;                     ///< short name ("plaintext", "delay", "block", "cpu")
+  std::string path;                   ///< URL path; `{ms}` is replaced by the delay
+  std::vector<std::string> delays;    ///< "100" or "10:90" (ms); empty when path has no {ms}
+  std::vector<unsigned> connections;  ///< connection counts
+  bool sweep = false;                 ///< --connections / --delay replace this row's lists
+  bool cpu_ceiling = false;           ///< this row's rps is the server's CPU ceiling
 };
 
 /// A way to start every model of the profile (e.g. --offload inline); "standard" by default.
 struct Variant {
-  std::string name;                       ///< shown in the table
-  std::vector<std::string> server_args;   ///< extra cm-server arguments
+  std::string name;                      ///< shown in the table
+  std::vector<std::string> server_args;  ///< extra cm-server arguments
 };
 
 /// A whole profile, after the flags were applied.
 struct Profile {
   std::string name;
   std::string description;
-  double duration_s = 5;             ///< measured window of each row
-  double warmup_s = 1;               ///< warm-up before it, not counted
-  std::optional<unsigned> timeout_ms;///< cm-load --timeout (default: see effective_timeout_ms)
-  std::string models = "all";        ///< "all" or "async" (every built model but blocking)
-  std::vector<std::string> peers;    ///< reference servers: "nginx", "node"
-  unsigned blocking_workers = 64;    ///< --threads of the blocking model
-  unsigned pool = 64;                ///< --blocking-threads of the async models
-  std::optional<unsigned> loops;     ///< --threads of the async models (default: server CPUs)
-  std::optional<unsigned> server_cpus;  ///< CPUs for the server (default: half, at least 1)
-  std::optional<unsigned> load_threads; ///< cm-load --threads (default: the load's CPUs)
-  std::string chart = "bars";        ///< what harness/plot draws: "bars", "sweep", "offload"
-  std::vector<Variant> variants;     ///< at least one
-  std::vector<RowSpec> rows;         ///< the CPU-ceiling row(s) first
+  double duration_s = 5;                 ///< measured window of each row
+  double warmup_s = 1;                   ///< warm-up before it, not counted
+  std::optional<unsigned> timeout_ms;    ///< cm-load --timeout (default: see effective_timeout_ms)
+  std::string models = "all";            ///< "all" or "async" (every built model but blocking)
+  std::vector<std::string> peers;        ///< reference servers: "nginx", "node"
+  unsigned blocking_workers = 64;        ///< --threads of the blocking model
+  unsigned pool = 64;                    ///< --blocking-threads of the async models
+  std::optional<unsigned> loops;         ///< --threads of the async models (default: server CPUs)
+  std::optional<unsigned> server_cpus;   ///< CPUs for the server (default: half, at least 1)
+  std::optional<unsigned> load_threads;  ///< cm-load --threads (default: the load's CPUs)
+  std::string chart = "bars";            ///< what harness/plot draws: "bars", "sweep", "offload"
+  std::vector<Variant> variants;         ///< at least one
+  std::vector<RowSpec> rows;             ///< the CPU-ceiling row(s) first
 };
 
 /// Flags of cm-price that override a profile's knobs (unset: keep the profile's value).
@@ -75,10 +75,10 @@ double mean_delay_ms(const std::string& delay);
 /// One concrete row to run: a RowSpec at one delay and one connection count.
 struct Row {
   std::string id;
-  std::string path;           ///< still a template when it has {ms}
+  std::string path;                  ///< still a template when it has {ms}
   std::optional<std::string> delay;  ///< set when the path has {ms}
-  double mean_delay_ms = 0;   ///< of `delay`, or N of a literal /block/N; 0 otherwise
-  double compute_us = 0;      ///< N of /cpu/N
+  double mean_delay_ms = 0;          ///< of `delay`, or N of a literal /block/N; 0 otherwise
+  double compute_us = 0;             ///< N of /cpu/N
   unsigned connections = 0;
   bool cpu_ceiling = false;
 };

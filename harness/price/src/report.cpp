@@ -46,7 +46,8 @@ std::string first_line(const std::string& command) {
   while (std::fgets(line, sizeof line, pipe)) {
   }
   const int status = ::pclose(pipe);
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r'))
+    out.pop_back();
   return status == 0 ? out : "";
 }
 
@@ -82,14 +83,19 @@ std::string num(double v, int decimals = 0) {
   const auto dot = s.find('.');
   const std::size_t int_end = dot == std::string::npos ? s.size() : dot;
   const std::size_t start = s[0] == '-' ? 1 : 0;
-  for (std::ptrdiff_t i = static_cast<std::ptrdiff_t>(int_end) - 3; i > static_cast<std::ptrdiff_t>(start); i -= 3)
+  for (std::ptrdiff_t i = static_cast<std::ptrdiff_t>(int_end) - 3;
+       i > static_cast<std::ptrdiff_t>(start); i -= 3)
     s.insert(static_cast<std::size_t>(i), ",");
   return s;
 }
 
-std::string opt_num(const std::optional<double>& v) { return v ? num(*v) : "-"; }
+std::string opt_num(const std::optional<double>& v) {
+  return v ? num(*v) : "-";
+}
 
-std::string pct(double v) { return num(v * 100, 1) + "%"; }
+std::string pct(double v) {
+  return num(v * 100, 1) + "%";
+}
 
 std::string errors_text(const json& load) {
   if (!load.is_object()) return "-";
@@ -157,7 +163,8 @@ json commit_info(const std::filesystem::path& source_dir) {
   int changed = 0;
   if (pipe) {
     char line[1024];
-    while (std::fgets(line, sizeof line, pipe)) ++changed;
+    while (std::fgets(line, sizeof line, pipe))
+      ++changed;
     ::pclose(pipe);
   }
   c["dirty"] = changed > 0;
@@ -169,14 +176,16 @@ std::string shell_command(int argc, char** argv) {
   std::string out;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
-    const bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                         "0123456789-_./=:,@+") == std::string::npos;
+    const bool plain = !a.empty() && a.find_first_not_of(
+                                         "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                         "0123456789-_./=:,@+") == std::string::npos;
     if (!out.empty()) out += ' ';
     if (plain) {
       out += a;
     } else {
       out += '\'';
-      for (char ch : a) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+      for (char ch : a)
+        out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
       out += '\'';
     }
   }
@@ -215,7 +224,8 @@ json row_json(const RowResult& r) {
   j["peak_rss_kib"] = r.peak_rss_kib;
   j["rss_per_connection_kib"] = nullptr;
   if (r.connections_offered > 0 && r.peak_rss_kib >= r.idle_rss_kib)
-    j["rss_per_connection_kib"] = static_cast<double>(r.peak_rss_kib - r.idle_rss_kib) / r.connections_offered;
+    j["rss_per_connection_kib"] =
+        static_cast<double>(r.peak_rss_kib - r.idle_rss_kib) / r.connections_offered;
   j["error"] = r.error;
   j["notes"] = r.notes;
   j["load"] = r.load;
@@ -225,15 +235,18 @@ json row_json(const RowResult& r) {
 std::string markdown_table(const std::vector<TargetResult>& targets) {
   std::ostringstream out;
   out << "| server | variant | threads | path | delay ms | conns open / asked | conn ceiling | "
-         "thread ceiling | CPU ceiling | bound | rps | efficiency | served conns | p50 ms | p99 ms | "
-         "p99 overshoot ms | server CPU ms / 1k req | server CPU busy | cm-load CPU busy | peak RSS MiB | "
+         "thread ceiling | CPU ceiling | bound | rps | efficiency | served conns | p50 ms | p99 ms "
+         "| "
+         "p99 overshoot ms | server CPU ms / 1k req | server CPU busy | cm-load CPU busy | peak "
+         "RSS MiB | "
          "RSS / conn KiB | errors |\n";
-  out << "|---|---|---|---|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n";
+  out << "|---|---|---|---|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
+         "\n";
   for (const auto& t : targets) {
     for (const auto& r : t.rows) {
       const json j = row_json(r);
-      out << "| " << label(t) << " | " << r.variant << " | " << r.threads << " | " << r.row.path << " | "
-          << delay_text(r) << " | ";
+      out << "| " << label(t) << " | " << r.variant << " | " << r.threads << " | " << r.row.path
+          << " | " << delay_text(r) << " | ";
       if (!r.error.empty()) {
         out << num(r.row.connections) << " asked | not measured: " << r.error
             << " | | | | | | | | | | | | | | | | |\n";
@@ -242,15 +255,21 @@ std::string markdown_table(const std::vector<TargetResult>& targets) {
       const auto& lat = r.load.at("latency_us");
       out << num(r.connections_open) << " / " << num(r.row.connections) << " | "
           << opt_num(r.ceilings.connection) << " | " << opt_num(r.ceilings.thread) << " | "
-          << opt_num(r.ceilings.cpu) << " | " << (r.row.cpu_ceiling ? "(this row)" : r.ceilings.bound())
-          << " | " << num(r.rps) << " | "
-          << (r.row.cpu_ceiling ? "CPU ceiling" : r.efficiency ? pct(*r.efficiency) : "-") << " | "
-          << num(r.served) << " | " << num(lat.at("p50").get<double>() / 1000, 2) << " | "
+          << opt_num(r.ceilings.cpu) << " | "
+          << (r.row.cpu_ceiling ? "(this row)" : r.ceilings.bound()) << " | " << num(r.rps) << " | "
+          << (r.row.cpu_ceiling ? "CPU ceiling"
+              : r.efficiency    ? pct(*r.efficiency)
+                                : "-")
+          << " | " << num(r.served) << " | " << num(lat.at("p50").get<double>() / 1000, 2) << " | "
           << num(lat.at("p99").get<double>() / 1000, 2) << " | "
           << num(r.load.at("overshoot_us").at("p99").get<double>() / 1000, 2) << " | "
-          << (j["server_cpu_ms_per_1k"].is_null() ? "-" : num(j["server_cpu_ms_per_1k"].get<double>(), 1))
-          << " | " << pct(r.server_busy) << " | " << pct(r.load_busy) << " | " << num(static_cast<double>(r.peak_rss_kib) / 1024, 1) << " | "
-          << (j["rss_per_connection_kib"].is_null() ? "-" : num(j["rss_per_connection_kib"].get<double>(), 2))
+          << (j["server_cpu_ms_per_1k"].is_null() ? "-"
+                                                  : num(j["server_cpu_ms_per_1k"].get<double>(), 1))
+          << " | " << pct(r.server_busy) << " | " << pct(r.load_busy) << " | "
+          << num(static_cast<double>(r.peak_rss_kib) / 1024, 1) << " | "
+          << (j["rss_per_connection_kib"].is_null()
+                  ? "-"
+                  : num(j["rss_per_connection_kib"].get<double>(), 2))
           << " | " << errors_text(r.load) << " |\n";
     }
   }
@@ -261,7 +280,8 @@ std::string markdown_report(const json& meta, const std::vector<TargetResult>& t
                             const std::vector<std::string>& skipped) {
   std::ostringstream out;
   out << "# Profile `" << meta["profile"].get<std::string>() << "`\n\n";
-  if (!meta["description"].get<std::string>().empty()) out << meta["description"].get<std::string>() << "\n\n";
+  if (!meta["description"].get<std::string>().empty())
+    out << meta["description"].get<std::string>() << "\n\n";
   out << "Written by `cm-price` on " << meta["finished_utc"].get<std::string>()
       << "; every number below comes from this run. Regenerate with:\n\n    "
       << meta["command"].get<std::string>() << "\n\n";
@@ -270,24 +290,35 @@ std::string markdown_report(const json& meta, const std::vector<TargetResult>& t
               ? " with uncommitted changes in the tree (" +
                     std::to_string(meta["commit"]["changed_paths"].get<int>()) + " paths)"
               : " (clean tree)")
-      << ". Machine: [machine.md](machine.md). Server on CPU " << meta["server_cpus"].get<std::string>()
-      << ", cm-load on CPU " << meta["load_cpus"].get<std::string>() << " (" << meta["pinning"].get<std::string>()
-      << "); each row: " << meta["warmup_s"].get<double>() << " s warm-up, then " << meta["duration_s"].get<double>()
-      << " s measured, on a freshly started server.\n\n";
+      << ". Machine: [machine.md](machine.md). Server on CPU "
+      << meta["server_cpus"].get<std::string>() << ", cm-load on CPU "
+      << meta["load_cpus"].get<std::string>() << " (" << meta["pinning"].get<std::string>()
+      << "); each row: " << meta["warmup_s"].get<double>() << " s warm-up, then "
+      << meta["duration_s"].get<double>() << " s measured, on a freshly started server.\n\n";
   if (meta.contains("note") && !meta["note"].get<std::string>().empty())
     out << "Conditions: " << meta["note"].get<std::string>() << "\n\n";
   out << markdown_table(targets) << "\n";
-  out << "How to read it: the connection ceiling is connections / mean delay; the thread ceiling is "
-         "threads / mean delay where a waiting request holds a thread (the blocking model's workers; "
-         "the offload pool for `/block`; the loops when a blocking call runs on them); the CPU ceiling "
-         "is the same server's `/plaintext` rps in this run (for `/cpu/N`, plus N µs per request on the "
+  out << "How to read it: the connection ceiling is connections / mean delay; the thread ceiling "
+         "is "
+         "threads / mean delay where a waiting request holds a thread (the blocking model's "
+         "workers; "
+         "the offload pool for `/block`; the loops when a blocking call runs on them); the CPU "
+         "ceiling "
+         "is the same server's `/plaintext` rps in this run (for `/cpu/N`, plus N µs per request "
+         "on the "
          "server's CPUs). Efficiency = rps / the lowest ceiling that applies (the `bound` column). "
-         "Served conns = rps × mean latency (Little's law): the connections that actually had a request "
-         "in flight. Server CPU is read from `/proc/<pid>/stat` (sampled every 50 ms; the window is the "
-         "measured seconds before cm-load exited), and busy = that CPU time / (window x the server's CPUs); "
-         "cm-load CPU busy is its own CPU time in the window / (window x its CPUs); peak RSS is `VmHWM` from `/proc/<pid>/status`, and RSS "
-         "/ conn is (peak − idle RSS at start) / connections offered. The ceilings use the connections "
-         "offered (asked for, unless some could not connect); `conns open` is cm-load's count at the end. Latency and errors are cm-load's, which "
+         "Served conns = rps × mean latency (Little's law): the connections that actually had a "
+         "request "
+         "in flight. Server CPU is read from `/proc/<pid>/stat` (sampled every 50 ms; the window "
+         "is the "
+         "measured seconds before cm-load exited), and busy = that CPU time / (window x the "
+         "server's CPUs); "
+         "cm-load CPU busy is its own CPU time in the window / (window x its CPUs); peak RSS is "
+         "`VmHWM` from `/proc/<pid>/status`, and RSS "
+         "/ conn is (peak − idle RSS at start) / connections offered. The ceilings use the "
+         "connections "
+         "offered (asked for, unless some could not connect); `conns open` is cm-load's count at "
+         "the end. Latency and errors are cm-load's, which "
          "checks every response.\n\n";
   bool any_note = false;
   for (const auto& t : targets) {
@@ -295,8 +326,9 @@ std::string markdown_report(const json& meta, const std::vector<TargetResult>& t
       for (const auto& n : r.notes) {
         if (!any_note) out << "## Notes\n\n";
         any_note = true;
-        out << "- " << t.target.name << (r.variant == "-" || r.variant == "standard" ? "" : " (" + r.variant + ")")
-            << ", " << r.row.path << (r.row.delay ? " delay " + *r.row.delay : "") << ", "
+        out << "- " << t.target.name
+            << (r.variant == "-" || r.variant == "standard" ? "" : " (" + r.variant + ")") << ", "
+            << r.row.path << (r.row.delay ? " delay " + *r.row.delay : "") << ", "
             << num(r.row.connections) << " connections: " << n << "\n";
       }
     }
@@ -304,7 +336,8 @@ std::string markdown_report(const json& meta, const std::vector<TargetResult>& t
   if (any_note) out << "\n";
   out << "## Validation (before timing, as HttpArena validates)\n\n";
   for (const auto& t : targets) {
-    const std::string name = t.target.name + (t.target.variant.name == "-" ? "" : " (" + t.target.variant.name + ")");
+    const std::string name =
+        t.target.name + (t.target.variant.name == "-" ? "" : " (" + t.target.variant.name + ")");
     if (!t.priced) {
       out << "- **" << name << ": not priced** -- " << t.refused << "\n";
       continue;
@@ -314,7 +347,8 @@ std::string markdown_report(const json& meta, const std::vector<TargetResult>& t
       out << (i ? "; " : "") << t.validation.passed[i];
     out << "\n";
   }
-  for (const auto& s : skipped) out << "- skipped " << s << "\n";
+  for (const auto& s : skipped)
+    out << "- skipped " << s << "\n";
   out << "\n";
   return out.str();
 }
@@ -323,20 +357,22 @@ std::string machine_markdown(const json& m) {
   std::ostringstream out;
   out << "# Machine\n\n| | |\n|---|---|\n";
   out << "| CPU | " << m["cpu_model"].get<std::string>() << " |\n";
-  out << "| logical CPUs | " << m["logical_cpus"] << " (allowed: " << m["cpus_allowed"].get<std::string>() << ") |\n";
+  out << "| logical CPUs | " << m["logical_cpus"]
+      << " (allowed: " << m["cpus_allowed"].get<std::string>() << ") |\n";
   out << "| memory | " << m["memory"].get<std::string>() << " |\n";
   out << "| OS | " << m["os"].get<std::string>() << " |\n";
   out << "| kernel | " << m["kernel"].get<std::string>() << " |\n";
   out << "| io_uring_disabled | " << m["io_uring_disabled"].get<std::string>() << " |\n";
-  out << "| open files (soft / hard) | " << m["open_files_limit"]["soft"] << " / " << m["open_files_limit"]["hard"]
-      << " |\n";
+  out << "| open files (soft / hard) | " << m["open_files_limit"]["soft"] << " / "
+      << m["open_files_limit"]["hard"] << " |\n";
   out << "| compiler | " << m["compiler"].get<std::string>() << " |\n";
   out << "| build type | " << m["build_type"].get<std::string>() << " |\n";
   for (const auto& [lib, version] : m["libraries"].items())
     out << "| " << lib << " | " << version.get<std::string>() << " |\n";
   for (const auto& [peer, version] : m["peers"].items())
     out << "| " << peer << " (peer) | " << version.get<std::string>() << " |\n";
-  out << "\nRead by cm-price from /proc/cpuinfo, /proc/meminfo, uname(2), getrlimit(2), and the versions "
+  out << "\nRead by cm-price from /proc/cpuinfo, /proc/meminfo, uname(2), getrlimit(2), and the "
+         "versions "
          "its own build found (CMake); peers from `nginx -v` and `node --version`.\n";
   return out.str();
 }
@@ -353,7 +389,8 @@ std::string csv_report(const std::vector<TargetResult>& targets) {
       std::string s = v.get<std::string>();
       if (s.find_first_of(",\"\n") == std::string::npos) return s;
       std::string q = "\"";
-      for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+      for (char c : s)
+        q += c == '"' ? std::string("\"\"") : std::string(1, c);
       return q + "\"";
     }
     return v.dump();
@@ -363,18 +400,33 @@ std::string csv_report(const std::vector<TargetResult>& targets) {
       const json j = row_json(r);
       const bool ok = r.error.empty();
       const std::vector<json> cells{
-          j["server"], j["variant"], j["threads"], j["path"],
-          r.row.delay ? json(*r.row.delay) : (r.row.mean_delay_ms > 0 ? json(r.row.mean_delay_ms) : json(nullptr)),
-          j["connections_requested"], j["connections_open"], j["ceilings"]["connection"],
-          j["ceilings"]["thread"], j["ceilings"]["cpu"], j["bound"], ok ? j["rps"] : json(nullptr),
-          j["efficiency"], ok ? j["served_connections"] : json(nullptr),
+          j["server"],
+          j["variant"],
+          j["threads"],
+          j["path"],
+          r.row.delay ? json(*r.row.delay)
+                      : (r.row.mean_delay_ms > 0 ? json(r.row.mean_delay_ms) : json(nullptr)),
+          j["connections_requested"],
+          j["connections_open"],
+          j["ceilings"]["connection"],
+          j["ceilings"]["thread"],
+          j["ceilings"]["cpu"],
+          j["bound"],
+          ok ? j["rps"] : json(nullptr),
+          j["efficiency"],
+          ok ? j["served_connections"] : json(nullptr),
           ok ? json(r.load["latency_us"]["p50"].get<double>() / 1000) : json(nullptr),
           ok ? json(r.load["latency_us"]["p99"].get<double>() / 1000) : json(nullptr),
           ok ? json(r.load["overshoot_us"]["p99"].get<double>() / 1000) : json(nullptr),
-          j["server_cpu_ms_per_1k"], ok ? j["server_busy"] : json(nullptr), ok ? j["load_busy"] : json(nullptr),
-          ok ? j["peak_rss_kib"] : json(nullptr), j["rss_per_connection_kib"],
-          ok ? r.load["errors_total"] : json(nullptr), j["error"]};
-      for (std::size_t i = 0; i < cells.size(); ++i) out << (i ? "," : "") << field(cells[i]);
+          j["server_cpu_ms_per_1k"],
+          ok ? j["server_busy"] : json(nullptr),
+          ok ? j["load_busy"] : json(nullptr),
+          ok ? j["peak_rss_kib"] : json(nullptr),
+          j["rss_per_connection_kib"],
+          ok ? r.load["errors_total"] : json(nullptr),
+          j["error"]};
+      for (std::size_t i = 0; i < cells.size(); ++i)
+        out << (i ? "," : "") << field(cells[i]);
       out << "\n";
     }
   }
@@ -393,9 +445,12 @@ json json_report(const json& meta, const std::vector<TargetResult>& targets,
     jt["server_args"] = t.target.variant.server_args;
     jt["priced"] = t.priced;
     jt["refused"] = t.refused;
-    jt["validation"] = {{"ok", t.validation.ok}, {"failure", t.validation.failure}, {"passed", t.validation.passed}};
+    jt["validation"] = {{"ok", t.validation.ok},
+                        {"failure", t.validation.failure},
+                        {"passed", t.validation.passed}};
     jt["rows"] = json::array();
-    for (const auto& r : t.rows) jt["rows"].push_back(row_json(r));
+    for (const auto& r : t.rows)
+      jt["rows"].push_back(row_json(r));
     out["targets"].push_back(std::move(jt));
   }
   out["skipped"] = skipped;

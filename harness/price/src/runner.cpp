@@ -124,18 +124,29 @@ class RunningServer {
       std::vector<std::string> argv;
       if (target.name == "node") {
         argv = {find_program("node").string(),
-                (settings.source_dir / "harness/peers/delay-server.js").string(), "--port", "0",
-                "--port-file", port_file.string()};
+                (settings.source_dir / "harness/peers/delay-server.js").string(),
+                "--port",
+                "0",
+                "--port-file",
+                port_file.string()};
       } else {
-        argv = {(settings.bin_dir / "cm-server").string(), "--model", target.name, "--host",
-                "127.0.0.1", "--port", "0", "--port-file", port_file.string()};
+        argv = {(settings.bin_dir / "cm-server").string(),
+                "--model",
+                target.name,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--port-file",
+                port_file.string()};
         if (target.kind == ServerKind::blocking) {
           argv.insert(argv.end(), {"--threads", std::to_string(profile.blocking_workers)});
         } else {
           argv.insert(argv.end(), {"--threads", std::to_string(settings.loops),
                                    "--blocking-threads", std::to_string(profile.pool)});
         }
-        argv.insert(argv.end(), target.variant.server_args.begin(), target.variant.server_args.end());
+        argv.insert(argv.end(), target.variant.server_args.begin(),
+                    target.variant.server_args.end());
       }
       command_ = argv;
       child_.emplace(argv, settings.server_cpus, log);
@@ -159,7 +170,9 @@ class RunningServer {
   pid_t pid() const { return child_->pid(); }
   const std::vector<std::string>& command() const { return command_; }
   /// CPU seconds of the server (its whole process tree for a peer).
-  double cpu_seconds() const { return tree_ ? tree_cpu_seconds(pid()) : process_cpu_seconds(pid()); }
+  double cpu_seconds() const {
+    return tree_ ? tree_cpu_seconds(pid()) : process_cpu_seconds(pid());
+  }
   std::uint64_t status_kib(const std::string& key) const {
     return tree_ ? tree_status_kib(pid(), key) : process_status_kib(pid(), key);
   }
@@ -183,8 +196,8 @@ class RunningServer {
       conf = replace_all(conf, "@WORKERS@", std::to_string(workers));
       conf = replace_all(conf, "@PREFIX@", prefix.string());
       std::ofstream(prefix / "nginx.conf") << conf;
-      command_ = {nginx.string(), "-e", (prefix / "error.log").string(), "-p", prefix.string() + "/",
-                  "-c", (prefix / "nginx.conf").string()};
+      command_ = {nginx.string(),        "-e", (prefix / "error.log").string(), "-p",
+                  prefix.string() + "/", "-c", (prefix / "nginx.conf").string()};
       child_.emplace(command_, settings.server_cpus, log);
       const auto deadline = clock_type::now() + std::chrono::seconds(10);
       while (child_->running() && !accepts_connections(port_) && clock_type::now() < deadline)
@@ -192,7 +205,8 @@ class RunningServer {
       if (child_->running() && accepts_connections(port_)) return;
       child_->stop();
     }
-    throw std::runtime_error("nginx did not start: " + tail(prefix / "error.log") + " " + tail(log));
+    throw std::runtime_error("nginx did not start: " + tail(prefix / "error.log") + " " +
+                             tail(log));
   }
 
   bool tree_;
@@ -214,8 +228,9 @@ std::vector<std::string> built_models(const fs::path& cm_server) {
   }
   const int status = ::pclose(pipe);
   if (status != 0 || names.empty())
-    throw std::system_error(ECHILD, std::generic_category(),
-                            cmd + " failed (" + describe_wait_status(status) + "): is cm-server built?");
+    throw std::system_error(
+        ECHILD, std::generic_category(),
+        cmd + " failed (" + describe_wait_status(status) + "): is cm-server built?");
   return names;
 }
 
@@ -226,12 +241,12 @@ std::vector<Target> plan_targets(const Profile& profile, const std::vector<std::
     const bool known = std::find(built.begin(), built.end(), name) != built.end();
     const bool peer = name == "nginx" || name == "node";
     if (!known && !peer)
-      throw std::invalid_argument("--models: \"" + name + "\" is not a built model (built: " +
-                                  [&] {
-                                    std::string s;
-                                    for (const auto& b : built) s += (s.empty() ? "" : ", ") + b;
-                                    return s;
-                                  }() + ")");
+      throw std::invalid_argument("--models: \"" + name + "\" is not a built model (built: " + [&] {
+        std::string s;
+        for (const auto& b : built)
+          s += (s.empty() ? "" : ", ") + b;
+        return s;
+      }() + ")");
   }
   auto wanted = [&](const std::string& name) {
     return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
@@ -241,7 +256,8 @@ std::vector<Target> plan_targets(const Profile& profile, const std::vector<std::
     if (!wanted(name)) continue;
     const ServerKind kind = name == "blocking" ? ServerKind::blocking : ServerKind::async;
     if (profile.models == "async" && kind == ServerKind::blocking) continue;
-    for (const auto& v : profile.variants) targets.push_back({name, kind, v});
+    for (const auto& v : profile.variants)
+      targets.push_back({name, kind, v});
   }
   if (peers) {
     for (const auto& peer : profile.peers) {
@@ -286,7 +302,8 @@ ValidationPlan validation_plan_for(const Target& target, const std::vector<Row>&
     if (r.path == "/plaintext") plan.plaintext = true;
     if (r.path.starts_with("/delay/")) plan.delay = true;
     if (r.path.starts_with("/block/")) plan.block = true;
-    if (r.path.starts_with("/cpu/") && r.compute_us > 0) plan.cpu_us.push_back(static_cast<unsigned>(r.compute_us));
+    if (r.path.starts_with("/cpu/") && r.compute_us > 0)
+      plan.cpu_us.push_back(static_cast<unsigned>(r.compute_us));
   }
   return plan;
 }
@@ -306,7 +323,8 @@ double cpu_between(const std::vector<std::pair<double, double>>& samples, double
 
 namespace {
 
-std::string threads_description(const Target& target, const ServerShape& shape, const Settings& settings) {
+std::string threads_description(const Target& target, const ServerShape& shape,
+                                const Settings& settings) {
   switch (target.kind) {
     case ServerKind::blocking:
       return std::to_string(shape.workers) + " workers";
@@ -346,12 +364,19 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
   fs::remove(load_log, ignored);
   std::vector<std::string> argv{(settings.bin_dir / "cm-load").string(),
                                 "http://127.0.0.1:" + std::to_string(server.port()) + row.path,
-                                "--connections", std::to_string(row.connections),
-                                "--threads", std::to_string(settings.load_threads),
-                                "--duration", fmt("%g", profile.duration_s),
-                                "--warmup", fmt("%g", profile.warmup_s),
-                                "--timeout", std::to_string(effective_timeout_ms(profile, row)),
-                                "--json", json_file.string(), "--quiet"};
+                                "--connections",
+                                std::to_string(row.connections),
+                                "--threads",
+                                std::to_string(settings.load_threads),
+                                "--duration",
+                                fmt("%g", profile.duration_s),
+                                "--warmup",
+                                fmt("%g", profile.warmup_s),
+                                "--timeout",
+                                std::to_string(effective_timeout_ms(profile, row)),
+                                "--json",
+                                json_file.string(),
+                                "--quiet"};
   if (row.delay) argv.insert(argv.end(), {"--delay", *row.delay});
 
   // The server's CPU time, sampled every 50 ms while the load runs.
@@ -370,7 +395,8 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
     }
   });
   Child load(argv, settings.load_cpus, load_log);
-  const auto limit = std::chrono::seconds(static_cast<long>(profile.warmup_s + profile.duration_s) + 120);
+  const auto limit =
+      std::chrono::seconds(static_cast<long>(profile.warmup_s + profile.duration_s) + 120);
   // cm-load says how many connections it opened as soon as it has, then warms up: the moment that
   // line appears places the measured window on the server's CPU samples.
   std::optional<double> connected;
@@ -396,8 +422,10 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
     r.error = "cm-load did not finish within " + std::to_string(limit.count()) + " s";
     return r;
   }
-  if (!server_alive) r.notes.push_back("the server exited during the row (" + stopped + ")");
-  else if (stopped != "exit 0") r.notes.push_back("the server ended with " + stopped + " on SIGTERM");
+  if (!server_alive)
+    r.notes.push_back("the server exited during the row (" + stopped + ")");
+  else if (stopped != "exit 0")
+    r.notes.push_back("the server ended with " + stopped + " on SIGTERM");
   if (*status != 0 && !fs::exists(json_file)) {
     r.error = "cm-load " + describe_wait_status(*status) + ": " + tail(load_log);
     return r;
@@ -411,25 +439,32 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
     const double window = r.load.at("duration_s").get<double>();
     // The window starts `warmup_s` after cm-load reported its connections; without that line,
     // it is taken as the last `duration_s` before cm-load exited (it stops when the window ends).
-    const double window_start = connected ? *connected + r.load.at("warmup_s").get<double>() : exited - window;
-    if (!connected) r.notes.push_back("cm-load printed no \"opened\" line: the CPU window is the last "
-                                      "seconds before it exited");
+    const double window_start =
+        connected ? *connected + r.load.at("warmup_s").get<double>() : exited - window;
+    if (!connected)
+      r.notes.push_back(
+          "cm-load printed no \"opened\" line: the CPU window is the last "
+          "seconds before it exited");
     std::lock_guard lock(samples_mutex);
     r.server_cpu_s = cpu_between(samples, window_start, window_start + window);
-    const double cpus = std::max<std::size_t>(1, settings.server_cpus.empty()
-                                                     ? static_cast<std::size_t>(std::thread::hardware_concurrency())
-                                                     : settings.server_cpus.size());
+    const double cpus =
+        std::max<std::size_t>(1, settings.server_cpus.empty()
+                                     ? static_cast<std::size_t>(std::thread::hardware_concurrency())
+                                     : settings.server_cpus.size());
     r.server_busy = window > 0 ? r.server_cpu_s / (window * cpus) : 0;
-    const double load_cpus = std::max<std::size_t>(1, settings.load_cpus.empty()
-                                                          ? static_cast<std::size_t>(std::thread::hardware_concurrency())
-                                                          : settings.load_cpus.size());
+    const double load_cpus =
+        std::max<std::size_t>(1, settings.load_cpus.empty()
+                                     ? static_cast<std::size_t>(std::thread::hardware_concurrency())
+                                     : settings.load_cpus.size());
     // cm-load's client_cpu_s covers its measured window.
     r.load_busy = window > 0 ? r.load.at("client_cpu_s").get<double>() / (window * load_cpus) : 0;
   } catch (const std::exception& e) {
-    r.error = "cm-load's JSON (" + json_file.string() + ") is not what the contract says: " + e.what();
+    r.error =
+        "cm-load's JSON (" + json_file.string() + ") is not what the contract says: " + e.what();
     return r;
   }
-  if (*status != 0) r.notes.push_back("cm-load " + describe_wait_status(*status) + ": " + tail(load_log, 1));
+  if (*status != 0)
+    r.notes.push_back("cm-load " + describe_wait_status(*status) + ": " + tail(load_log, 1));
 
   // Price it.
   const auto& delay = r.load.at("delay_ms");
@@ -455,12 +490,14 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
     for (const auto& [reason, count] : r.load.at("connect_failures").items())
       why += (why.empty() ? "" : ", ") + reason + " x" + std::to_string(count.get<long long>());
     r.notes.push_back("cm-load could not open every connection (" + why + "); " +
-                      std::to_string(r.connections_open) + " of " + std::to_string(row.connections) +
+                      std::to_string(r.connections_open) + " of " +
+                      std::to_string(row.connections) +
                       " were open at the end, and the ceilings use that");
   } else if (r.connections_open < row.connections) {
-    r.notes.push_back(std::to_string(r.connections_open) + " of " + std::to_string(row.connections) +
-                      " connections were open at the end of the run (the others were reconnecting after "
-                      "a timeout or reset)");
+    r.notes.push_back(
+        std::to_string(r.connections_open) + " of " + std::to_string(row.connections) +
+        " connections were open at the end of the run (the others were reconnecting after "
+        "a timeout or reset)");
   }
   // In a closed loop every open connection always has a request in flight, so rps x mean latency
   // should be the connections open; well below, some connections were not being served.
@@ -470,28 +507,34 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
     std::string note = "about " + fmt("%.0f", r.served) + " of " + fmt("%.0f", offered) +
                        " connections were served (rps x mean latency)";
     if (target.kind == ServerKind::blocking) {
-      note += "; the other ~" + std::to_string(unserved) +
-              " got no answer during the run: with keep-alive a worker serves one connection until it "
-              "closes, so connections beyond the " + std::to_string(shape.workers) +
-              " workers wait in the accept queue (a property of the model, not a validation failure)";
+      note +=
+          "; the other ~" + std::to_string(unserved) +
+          " got no answer during the run: with keep-alive a worker serves one connection until it "
+          "closes, so connections beyond the " +
+          std::to_string(shape.workers) +
+          " workers wait in the accept queue (a property of the model, not a validation failure)";
     } else if (timeouts > 0) {
       note += "; the other ~" + std::to_string(unserved) + " waited past cm-load's timeout";
     } else {
-      note += "; no request timed out, so the rest of the time went between answers (cm-load CPU busy " +
-              fmt("%.0f", r.load_busy * 100) + "%)";
+      note +=
+          "; no request timed out, so the rest of the time went between answers (cm-load CPU "
+          "busy " +
+          fmt("%.0f", r.load_busy * 100) + "%)";
     }
     note += "; cm-load counted " + std::to_string(timeouts) + " timeouts";
     if (r.load.contains("reconnects"))
-      note += " and reconnected " + std::to_string(r.load["reconnects"].get<long long>()) + " times";
+      note +=
+          " and reconnected " + std::to_string(r.load["reconnects"].get<long long>()) + " times";
     r.notes.push_back(note);
   }
   if (r.efficiency && *r.efficiency < 0.97) {
-    r.notes.push_back("reached " + fmt("%.1f", *r.efficiency * 100) + "% of its " + r.ceilings.bound() +
-                      " ceiling; server CPU busy " + fmt("%.0f", r.server_busy * 100) + "% of " +
-                      std::to_string(in.server_cpus) + " CPU(s), cm-load CPU busy " +
-                      fmt("%.0f", r.load_busy * 100) + "%, p99 overshoot " +
-                      fmt("%.2f", r.load.at("overshoot_us").at("p99").get<double>() / 1000) + " ms, " +
-                      std::to_string(r.load.at("errors_total").get<long long>()) + " errors");
+    r.notes.push_back(
+        "reached " + fmt("%.1f", *r.efficiency * 100) + "% of its " + r.ceilings.bound() +
+        " ceiling; server CPU busy " + fmt("%.0f", r.server_busy * 100) + "% of " +
+        std::to_string(in.server_cpus) + " CPU(s), cm-load CPU busy " +
+        fmt("%.0f", r.load_busy * 100) + "%, p99 overshoot " +
+        fmt("%.2f", r.load.at("overshoot_us").at("p99").get<double>() / 1000) + " ms, " +
+        std::to_string(r.load.at("errors_total").get<long long>()) + " errors");
   }
   return r;
 }
@@ -506,9 +549,11 @@ TargetResult price_target(const Target& target, const Profile& profile, const Se
   if (inherited) {
     result.cpu_rps = inherited->first;
     result.cpu_ceiling_from = inherited->second;
-    for (auto& row : rows) row.cpu_ceiling = false;
+    for (auto& row : rows)
+      row.cpu_ceiling = false;
   }
-  const std::string label = target.name + (target.variant.name == "-" ? "" : " (" + target.variant.name + ")");
+  const std::string label =
+      target.name + (target.variant.name == "-" ? "" : " (" + target.variant.name + ")");
   if (rows.empty()) {
     result.refused = "no row of this profile applies to it";
     return result;
@@ -516,7 +561,8 @@ TargetResult price_target(const Target& target, const Profile& profile, const Se
   // Validate on a server of its own, so the rows start from a fresh one.
   try {
     if (settings.progress) std::cerr << "cm-price: " << label << ": validating\n";
-    RunningServer server(target, profile, settings, target.name + "-" + target.variant.name + "-validate");
+    RunningServer server(target, profile, settings,
+                         target.name + "-" + target.variant.name + "-validate");
     result.validation = validate_server(server.port(), validation_plan_for(target, rows));
     server.stop();
   } catch (const std::exception& e) {
@@ -532,9 +578,9 @@ TargetResult price_target(const Target& target, const Profile& profile, const Se
   int index = 0;
   for (const auto& row : rows) {
     if (settings.progress) {
-      std::cerr << "cm-price: " << label << ": " << row.path << (row.delay ? " delay " + *row.delay + " ms" : "")
-                << ", " << row.connections << " connections, " << profile.warmup_s << " + "
-                << profile.duration_s << " s\n";
+      std::cerr << "cm-price: " << label << ": " << row.path
+                << (row.delay ? " delay " + *row.delay + " ms" : "") << ", " << row.connections
+                << " connections, " << profile.warmup_s << " + " << profile.duration_s << " s\n";
     }
     RowResult r;
     try {
@@ -551,8 +597,8 @@ TargetResult price_target(const Target& target, const Profile& profile, const Se
       result.cpu_ceiling_from = "its " + row.path + " row in this run";
     }
     if (!row.cpu_ceiling && row.path == "/plaintext" && inherited)
-      r.notes.push_back("priced against " + target.name + "'s CPU ceiling from " + inherited->second + " (" +
-                        fmt("%.0f", inherited->first) + " rps)");
+      r.notes.push_back("priced against " + target.name + "'s CPU ceiling from " +
+                        inherited->second + " (" + fmt("%.0f", inherited->first) + " rps)");
     result.rows.push_back(std::move(r));
   }
   return result;

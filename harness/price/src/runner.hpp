@@ -23,21 +23,21 @@ namespace cm::price {
 
 /// One server to price: a model of cm-server in one variant, or a reference peer.
 struct Target {
-  std::string name;        ///< "blocking", "asio_coro", ..., "nginx", "node"
+  std::string name;  ///< "blocking", "asio_coro", ..., "nginx", "node"
   ServerKind kind = ServerKind::async;
   Variant variant;
 };
 
 /// Where things are and how the machine is split.
 struct Settings {
-  std::filesystem::path bin_dir;      ///< holds cm-server and cm-load
-  std::filesystem::path source_dir;   ///< the repository (harness/peers lives there)
-  std::filesystem::path work_dir;     ///< scratch: port files, logs, cm-load JSON
-  std::vector<int> server_cpus;       ///< empty: not pinned
-  std::vector<int> load_cpus;         ///< empty: not pinned
-  unsigned loops = 1;                 ///< async models' --threads
-  unsigned load_threads = 1;          ///< cm-load --threads
-  bool progress = true;               ///< a line per step on stderr
+  std::filesystem::path bin_dir;     ///< holds cm-server and cm-load
+  std::filesystem::path source_dir;  ///< the repository (harness/peers lives there)
+  std::filesystem::path work_dir;    ///< scratch: port files, logs, cm-load JSON
+  std::vector<int> server_cpus;      ///< empty: not pinned
+  std::vector<int> load_cpus;        ///< empty: not pinned
+  unsigned loops = 1;                ///< async models' --threads
+  unsigned load_threads = 1;         ///< cm-load --threads
+  bool progress = true;              ///< a line per step on stderr
 };
 
 /// A server process started for one row (or for validation), stopped by its destructor.
@@ -45,20 +45,20 @@ class RunningServer;
 
 /// One measured row, priced.
 struct RowResult {
-  std::string server, variant, threads;   ///< threads: "64 workers", "1 loop, pool 64", ...
+  std::string server, variant, threads;  ///< threads: "64 workers", "1 loop, pool 64", ...
   Row row;
-  unsigned connections_open = 0;          ///< cm-load's count at the end of the run
-  double connections_offered = 0;         ///< asked for, or open if some failed to connect
-  nlohmann::json load;                    ///< cm-load's JSON, as written
+  unsigned connections_open = 0;   ///< cm-load's count at the end of the run
+  double connections_offered = 0;  ///< asked for, or open if some failed to connect
+  nlohmann::json load;             ///< cm-load's JSON, as written
   Ceilings ceilings;
   std::optional<double> efficiency;
   double rps = 0;
-  double served = 0;                      ///< rps x mean latency (Little's law)
-  double server_cpu_s = 0;                ///< server CPU in the measured window
-  double server_busy = 0;                 ///< server_cpu_s / (window x server CPUs)
-  double load_busy = 0;                   ///< cm-load CPU / (its wall time x load CPUs)
+  double served = 0;        ///< rps x mean latency (Little's law)
+  double server_cpu_s = 0;  ///< server CPU in the measured window
+  double server_busy = 0;   ///< server_cpu_s / (window x server CPUs)
+  double load_busy = 0;     ///< cm-load CPU / (its wall time x load CPUs)
   std::uint64_t idle_rss_kib = 0, peak_rss_kib = 0;
-  std::string error;                      ///< set when the row could not be measured
+  std::string error;  ///< set when the row could not be measured
   std::vector<std::string> notes;
 };
 
@@ -66,11 +66,11 @@ struct RowResult {
 struct TargetResult {
   Target target;
   bool priced = false;
-  std::string refused;                    ///< why it was not priced
+  std::string refused;  ///< why it was not priced
   Validation validation;
   std::vector<RowResult> rows;
-  std::optional<double> cpu_rps;          ///< its CPU ceiling, measured here or inherited
-  std::string cpu_ceiling_from;           ///< where that came from ("this run", "variant inline")
+  std::optional<double> cpu_rps;  ///< its CPU ceiling, measured here or inherited
+  std::string cpu_ceiling_from;   ///< where that came from ("this run", "variant inline")
 };
 
 /// cm-server --list-models, the names in order. Throws std::system_error if it cannot run.

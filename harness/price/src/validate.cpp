@@ -51,7 +51,8 @@ HttpResponse exchange(int fd, const std::string& path, clock_type::time_point de
   HttpResponse r;
   // Connection: close, and the caller closes at once: a blocking server's worker serves one
   // connection until it closes, so a connection kept open would hold a worker from the others.
-  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  const std::string request =
+      "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
   const auto sent_at = clock_type::now();
   for (std::size_t off = 0; off < request.size();) {
     const ssize_t n = ::send(fd, request.data() + off, request.size() - off, MSG_NOSIGNAL);
@@ -68,7 +69,8 @@ HttpResponse exchange(int fd, const std::string& path, clock_type::time_point de
   char buf[4096];
   for (;;) {
     if (head_end != std::string::npos && have_length && in.size() >= head_end + length) break;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now());
     if (left.count() <= 0) {
       r.error = "no complete response in time";
       return r;
@@ -133,7 +135,8 @@ std::string check(const std::string& path, const HttpResponse& r, const std::str
                   double min_ms) {
   if (!r.error.empty()) return path + ": " + r.error;
   if (r.status != 200) return path + ": status " + std::to_string(r.status) + ", expected 200";
-  if (r.body != body) return path + ": body \"" + r.body.substr(0, 40) + "\", expected \"" + body + "\"";
+  if (r.body != body)
+    return path + ": body \"" + r.body.substr(0, 40) + "\", expected \"" + body + "\"";
   if (!is_text_plain(r.content_type))
     return path + ": Content-Type \"" + r.content_type + "\", expected text/plain";
   if (r.latency_ms < min_ms) {
@@ -149,7 +152,8 @@ std::string check(const std::string& path, const HttpResponse& r, const std::str
 std::string overlapping(std::uint16_t port, const std::string& prefix, const ValidationPlan& plan) {
   const unsigned n = plan.overlapping;
   if (plan.max_ms < plan.min_ms || plan.max_ms - plan.min_ms + 1 < n)
-    return "validation: the delay range holds fewer than " + std::to_string(n) + " different values";
+    return "validation: the delay range holds fewer than " + std::to_string(n) +
+           " different values";
   std::vector<unsigned> values(plan.max_ms - plan.min_ms + 1);
   std::iota(values.begin(), values.end(), plan.min_ms);
   std::mt19937 rng(std::random_device{}());
@@ -174,7 +178,8 @@ std::string overlapping(std::uint16_t port, const std::string& prefix, const Val
       fds[i].reset();
     });
   }
-  for (auto& t : threads) t.join();
+  for (auto& t : threads)
+    t.join();
   for (unsigned i = 0; i < n; ++i) {
     const auto v = std::to_string(values[i]);
     if (auto why = check(prefix + v, responses[i], v, values[i]); !why.empty()) {
@@ -186,7 +191,8 @@ std::string overlapping(std::uint16_t port, const std::string& prefix, const Val
 
 }  // namespace
 
-HttpResponse http_get(std::uint16_t port, const std::string& path, std::chrono::milliseconds timeout) {
+HttpResponse http_get(std::uint16_t port, const std::string& path,
+                      std::chrono::milliseconds timeout) {
   HttpResponse r;
   Fd fd = connect_local(port, r.error);
   if (!fd) return r;
@@ -201,25 +207,30 @@ Validation validate_server(std::uint16_t port, const ValidationPlan& plan) {
     return v;
   };
   if (plan.plaintext) {
-    if (auto why = check("/plaintext", http_get(port, "/plaintext"), "Hello, World!", 0); !why.empty())
+    if (auto why = check("/plaintext", http_get(port, "/plaintext"), "Hello, World!", 0);
+        !why.empty())
       return refuse(why);
     v.passed.push_back("/plaintext answered 200 \"Hello, World!\" text/plain");
   }
   if (plan.delay) {
-    if (auto why = check("/delay/0", http_get(port, "/delay/0"), "0", 0); !why.empty()) return refuse(why);
+    if (auto why = check("/delay/0", http_get(port, "/delay/0"), "0", 0); !why.empty())
+      return refuse(why);
     v.passed.push_back("/delay/0 answered 0");
     if (auto why = overlapping(port, "/delay/", plan); !why.empty()) return refuse(why);
-    v.passed.push_back(std::to_string(plan.overlapping) +
-                       " overlapping /delay/{ms}, all different, each answered with its own value, none early");
+    v.passed.push_back(
+        std::to_string(plan.overlapping) +
+        " overlapping /delay/{ms}, all different, each answered with its own value, none early");
   }
   if (plan.block) {
     if (auto why = overlapping(port, "/block/", plan); !why.empty()) return refuse(why);
-    v.passed.push_back(std::to_string(plan.overlapping) +
-                       " overlapping /block/{ms}, all different, each answered with its own value, none early");
+    v.passed.push_back(
+        std::to_string(plan.overlapping) +
+        " overlapping /block/{ms}, all different, each answered with its own value, none early");
   }
   for (unsigned us : plan.cpu_us) {
     const auto path = "/cpu/" + std::to_string(us);
-    if (auto why = check(path, http_get(port, path), std::to_string(us), 0); !why.empty()) return refuse(why);
+    if (auto why = check(path, http_get(port, path), std::to_string(us), 0); !why.empty())
+      return refuse(why);
     v.passed.push_back(path + " answered " + std::to_string(us));
   }
   return v;

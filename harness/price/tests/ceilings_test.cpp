@@ -18,7 +18,8 @@ TEST(Ceilings, ConnectionCeilingIsConnectionsOverMeanDelay) {
 
 TEST(Ceilings, ThreadCeilingIsThreadsOverMeanDelayAndBindsTheBlockingModel) {
   // HttpArena's example: 64 threads at 10 ms top out near 6,400 rps.
-  const auto c = compute_ceilings({.connections = 32000, .mean_delay_ms = 10, .threads = 64, .cpu_rps = 100000});
+  const auto c = compute_ceilings(
+      {.connections = 32000, .mean_delay_ms = 10, .threads = 64, .cpu_rps = 100000});
   ASSERT_TRUE(c.thread && c.connection && c.cpu);
   EXPECT_DOUBLE_EQ(*c.thread, 6400.0);
   EXPECT_DOUBLE_EQ(*c.connection, 3'200'000.0);
@@ -35,7 +36,8 @@ TEST(Ceilings, CpuCeilingIsThePlaintextRpsAndCanBeTheLowest) {
 
 TEST(Ceilings, ComputeAddsItsCpuTimeToThePlaintextCost) {
   // 100,000 rps of /plaintext costs 10 us each on one CPU; 50 us more gives 1 / 60 us.
-  const auto c = compute_ceilings({.connections = 64, .cpu_rps = 100000, .compute_us = 50, .server_cpus = 1});
+  const auto c =
+      compute_ceilings({.connections = 64, .cpu_rps = 100000, .compute_us = 50, .server_cpus = 1});
   ASSERT_TRUE(c.cpu);
   EXPECT_NEAR(*c.cpu, 1e6 / 60.0, 1e-6);
   // Without a measured /plaintext, only the work itself: 2 CPUs x 20,000 per CPU.
@@ -51,10 +53,12 @@ TEST(Ceilings, NoDelayNoCpuMeansNoCeiling) {
 }
 
 TEST(Ceilings, EfficiencyIsRpsOverTheLowestCeiling) {
-  const auto c = compute_ceilings({.connections = 2000, .mean_delay_ms = 100, .threads = 64, .cpu_rps = 50000});
+  const auto c = compute_ceilings(
+      {.connections = 2000, .mean_delay_ms = 100, .threads = 64, .cpu_rps = 50000});
   ASSERT_TRUE(efficiency(620, c));
   EXPECT_DOUBLE_EQ(*efficiency(620, c), 620.0 / 640.0);
-  const auto async = compute_ceilings({.connections = 2000, .mean_delay_ms = 100, .cpu_rps = 50000});
+  const auto async =
+      compute_ceilings({.connections = 2000, .mean_delay_ms = 100, .cpu_rps = 50000});
   EXPECT_DOUBLE_EQ(*efficiency(19800, async), 19800.0 / 20000.0);
 }
 

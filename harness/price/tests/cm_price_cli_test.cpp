@@ -25,7 +25,8 @@ Run run(const std::string& command) {
   FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
   std::string out;
   char buf[4096];
-  while (pipe && std::fgets(buf, sizeof buf, pipe)) out += buf;
+  while (pipe && std::fgets(buf, sizeof buf, pipe))
+    out += buf;
   const int status = pipe ? ::pclose(pipe) : -1;
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
@@ -48,19 +49,22 @@ class CmPrice : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   std::string price(const std::string& args) {
-    return std::string(CM_PRICE_BINARY) + " --bin-dir " + (dir_ / "bin").string() + " --source-dir " +
-           CM_SOURCE_DIR + " --out " + (dir_ / "out").string() + " --peers off --no-charts " + args;
+    return std::string(CM_PRICE_BINARY) + " --bin-dir " + (dir_ / "bin").string() +
+           " --source-dir " + CM_SOURCE_DIR + " --out " + (dir_ / "out").string() +
+           " --peers off --no-charts " + args;
   }
 
   fs::path dir_;
 };
 
 TEST_F(CmPrice, PricesTheBlockingModelAndWritesEveryFile) {
-  if (run(std::string(CM_SERVER_BINARY) + " --list-models").output.find("blocking") == std::string::npos)
+  if (run(std::string(CM_SERVER_BINARY) + " --list-models").output.find("blocking") ==
+      std::string::npos)
     GTEST_SKIP() << "the blocking model is not built (CM_ONLY_MODELS)";
   const auto r = run(price((dir_ / "t.json").string() + " --models blocking"));
   ASSERT_EQ(r.status, 0) << r.output;
-  for (const char* file : {"results.md", "results.csv", "results.json", "machine.md", "machine.json"})
+  for (const char* file :
+       {"results.md", "results.csv", "results.json", "machine.md", "machine.json"})
     EXPECT_TRUE(fs::exists(dir_ / "out/t" / file)) << file;
   std::ifstream in(dir_ / "out/t/results.json");
   const auto doc = nlohmann::json::parse(in);
@@ -85,11 +89,14 @@ TEST_F(CmPrice, PricesTheBlockingModelAndWritesEveryFile) {
   EXPECT_GE(delay["server_cpu_s"].get<double>(), 0);
   // The unserved connections are said, with the reason of the model.
   const std::string notes = delay["notes"].dump();
-  EXPECT_NE(notes.find("a worker serves one connection until it closes"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("a worker serves one connection until it closes"), std::string::npos)
+      << notes;
   EXPECT_FALSE(doc["meta"]["commit"]["head"].get<std::string>().empty());
   EXPECT_NE(doc["meta"]["command"].get<std::string>().find("--models blocking"), std::string::npos);
   // The table is printed too.
-  EXPECT_NE(r.output.find("| blocking | standard | 4 workers | /delay/{ms} | 100 |"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("| blocking | standard | 4 workers | /delay/{ms} | 100 |"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST_F(CmPrice, RefusesAnUnknownModelOrProfile) {

@@ -15,15 +15,18 @@ namespace {
 std::string status_line(pid_t pid, const std::string& key) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   for (std::string line; std::getline(in, line);)
-    if (line.starts_with(key + ":")) return line.substr(line.find_first_not_of(" \t", key.size() + 1));
+    if (line.starts_with(key + ":"))
+      return line.substr(line.find_first_not_of(" \t", key.size() + 1));
   return "";
 }
 
 TEST(Proc, ReadsTheCpuTimeAndMemoryOfAChild) {
   // Burns CPU in the shell, then becomes `sleep` (exec: same pid) so it stays readable.
-  Child child({"/bin/sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; exec sleep 30"}, {}, {});
+  Child child({"/bin/sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; exec sleep 30"},
+              {}, {});
   double cpu = 0;
-  for (int i = 0; i < 3000 && cpu < 0.05; ++i) {  // waits for the burn, whatever the machine's speed
+  for (int i = 0; i < 3000 && cpu < 0.05;
+       ++i) {  // waits for the burn, whatever the machine's speed
     cpu = process_cpu_seconds(child.pid());
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -60,12 +63,14 @@ TEST(Proc, ChildThatCannotRunThrowsSayingWhat) {
     Child child({"/no/such/program"}, {}, {});
     ADD_FAILURE() << "no exception";
   } catch (const std::system_error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot run /no/such/program"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot run /no/such/program"), std::string::npos)
+        << e.what();
   }
 }
 
 TEST(Proc, ChildOutputGoesToItsLog) {
-  const auto log = std::filesystem::temp_directory_path() / ("cm_price_proc_test_" + std::to_string(::getpid()));
+  const auto log =
+      std::filesystem::temp_directory_path() / ("cm_price_proc_test_" + std::to_string(::getpid()));
   {
     Child child({"/bin/sh", "-c", "echo to-stdout; echo to-stderr >&2"}, {}, log);
     ASSERT_TRUE(child.wait_for(std::chrono::seconds(30)));

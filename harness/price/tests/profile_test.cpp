@@ -101,7 +101,7 @@ TEST(Profile, FlagsOverrideTheSweepRowsOnly) {
   apply_overrides(p, o);
   EXPECT_EQ(p.rows[0].connections, (std::vector<unsigned>{1000, 4000}));
   EXPECT_EQ(p.rows[0].delays, std::vector<std::string>{"1000"});
-  EXPECT_EQ(p.rows[1].connections, std::vector<unsigned>{5});   // not a sweep row
+  EXPECT_EQ(p.rows[1].connections, std::vector<unsigned>{5});  // not a sweep row
   EXPECT_EQ(p.rows[3].connections, std::vector<unsigned>{64});
   EXPECT_DOUBLE_EQ(p.duration_s, 20);
   EXPECT_EQ(p.pool, 128u);
@@ -118,7 +118,7 @@ TEST(Profile, FlagsOverrideTheSweepRowsOnly) {
 TEST(Profile, TimeoutDefaultsToThreeDelaysAndAtLeastTwoSeconds) {
   auto p = parse_profile(sample());
   const auto rows = expand_rows(p);
-  EXPECT_EQ(effective_timeout_ms(p, rows[0]), 2000u);                // /plaintext
+  EXPECT_EQ(effective_timeout_ms(p, rows[0]), 2000u);  // /plaintext
   Row slow{"d", "/delay/{ms}", std::string("1000"), 1000, 0, 10, false};
   EXPECT_EQ(effective_timeout_ms(p, slow), 3000u);
   p.timeout_ms = 500;

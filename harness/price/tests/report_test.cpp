@@ -13,7 +13,8 @@ using nlohmann::json;
 json load_json(double rps) {
   return json::parse(R"({"tool": "cm-load", "connections_requested": 2000, "connections_open": 2000,
     "connect_failures": {}, "delay_ms": {"min": 100, "max": 100, "mean": 100}, "warmup_s": 1,
-    "duration_s": 5, "requests": )" + std::to_string(rps * 5) + R"(, "rps": )" + std::to_string(rps) + R"(,
+    "duration_s": 5, "requests": )" +
+                     std::to_string(rps * 5) + R"(, "rps": )" + std::to_string(rps) + R"(,
     "errors": {"connect": 0, "reset": 0, "timeout": 7, "status": 0, "body": 0, "early": 0},
     "errors_total": 7,
     "latency_us": {"mean": 101000, "p50": 100500, "p90": 102000, "p99": 104250, "p999": 110000, "max": 120000},
@@ -50,12 +51,13 @@ TargetResult sample() {
 TEST(Report, TableCarriesCeilingsEfficiencyAndCosts) {
   const std::string table = markdown_table({sample()});
   // connection ceiling 20,000; 19,200 rps = 96.0%; 0.96 s over 96,000 requests = 10 ms per 1k.
-  EXPECT_NE(table.find("| asio_coro | standard | 1 loop, pool 64 | /delay/{ms} | 100 | 2,000 / 2,000 | 20,000 | - | "
+  EXPECT_NE(table.find("| asio_coro | standard | 1 loop, pool 64 | /delay/{ms} | 100 | 2,000 / "
+                       "2,000 | 20,000 | - | "
                        "50,000 | connections | 19,200 | 96.0% |"),
             std::string::npos)
       << table;
-  EXPECT_NE(table.find("| 10.0 |"), std::string::npos) << table;       // server CPU ms / 1k
-  EXPECT_NE(table.find("| 3.00 |"), std::string::npos) << table;       // (10096 - 4096) KiB / 2000
+  EXPECT_NE(table.find("| 10.0 |"), std::string::npos) << table;  // server CPU ms / 1k
+  EXPECT_NE(table.find("| 3.00 |"), std::string::npos) << table;  // (10096 - 4096) KiB / 2000
   EXPECT_NE(table.find("| 7 (timeout 7) |"), std::string::npos) << table;
   EXPECT_NE(table.find("not measured: cm-load exit 1: no connection"), std::string::npos) << table;
 }
@@ -64,9 +66,10 @@ TEST(Report, CsvHasAHeaderAndOneLinePerRow) {
   const std::string csv = csv_report({sample()});
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
   EXPECT_TRUE(csv.starts_with("server,variant,threads,path,delay_ms,"));
-  EXPECT_NE(csv.find("asio_coro,standard,\"1 loop, pool 64\",/delay/{ms},100,2000,2000,20000.0,,50000.0,"
-                     "connections,19200.0,0.96,"),
-            std::string::npos)
+  EXPECT_NE(
+      csv.find("asio_coro,standard,\"1 loop, pool 64\",/delay/{ms},100,2000,2000,20000.0,,50000.0,"
+               "connections,19200.0,0.96,"),
+      std::string::npos)
       << csv;
 }
 
@@ -83,10 +86,11 @@ TEST(Report, JsonKeepsTheRawLoadAndThePricing) {
 }
 
 TEST(Report, CommandIsQuotedForTheShell) {
-  const char* argv[] = {"build/bin/cm-price", "quick", "--note", "busy machine, it's noisy", "--connections",
-                        "100,1000"};
-  EXPECT_EQ(shell_command(6, const_cast<char**>(argv)),
-            "build/bin/cm-price quick --note 'busy machine, it'\\''s noisy' --connections 100,1000");
+  const char* argv[] = {"build/bin/cm-price",       "quick",         "--note",
+                        "busy machine, it's noisy", "--connections", "100,1000"};
+  EXPECT_EQ(
+      shell_command(6, const_cast<char**>(argv)),
+      "build/bin/cm-price quick --note 'busy machine, it'\\''s noisy' --connections 100,1000");
 }
 
 }  // namespace

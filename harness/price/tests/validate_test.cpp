@@ -36,7 +36,8 @@ class TestServer {
     ::shutdown(listeners_.sockets[0].get(), SHUT_RDWR);
     acceptor_.join();
     std::lock_guard lock(mutex_);
-    for (auto& t : connections_) t.join();
+    for (auto& t : connections_)
+      t.join();
   }
   std::uint16_t port() const { return listeners_.port; }
 
@@ -64,9 +65,11 @@ class TestServer {
         if (behaviour_ == Behaviour::shared_state) body = std::to_string(last_delay_.load());
         if (behaviour_ == Behaviour::no_zero && ms == 0) status = 400;
       }
-      const std::string type = behaviour_ == Behaviour::wrong_type ? "application/json" : "text/plain";
-      const std::string reply = "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Type: " + type +
-                                "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+      const std::string type =
+          behaviour_ == Behaviour::wrong_type ? "application/json" : "text/plain";
+      const std::string reply =
+          "HTTP/1.1 " + std::to_string(status) + " X\r\nContent-Type: " + type +
+          "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
       if (::send(fd.get(), reply.data(), reply.size(), MSG_NOSIGNAL) < 0) return;
     }
   }
