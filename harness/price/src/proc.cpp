@@ -136,7 +136,10 @@ std::string cpu_list_string(const std::vector<int>& cpus) {
       ++j;
     if (!out.empty()) out += ',';
     out += std::to_string(cpus[i]);
-    if (j > i) out += "-" + std::to_string(cpus[j]);
+    if (j > i) {
+      out += '-';
+      out += std::to_string(cpus[j]);
+    }
     i = j + 1;
   }
   return out;

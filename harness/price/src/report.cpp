@@ -4,6 +4,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -79,14 +80,17 @@ std::string num(double v, int decimals = 0) {
   if (!std::isfinite(v)) return "-";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  std::string s = buf;
-  const auto dot = s.find('.');
-  const std::size_t int_end = dot == std::string::npos ? s.size() : dot;
+  const std::string_view s = buf;
   const std::size_t start = s[0] == '-' ? 1 : 0;
-  for (std::ptrdiff_t i = static_cast<std::ptrdiff_t>(int_end) - 3;
-       i > static_cast<std::ptrdiff_t>(start); i -= 3)
-    s.insert(static_cast<std::size_t>(i), ",");
-  return s;
+  const std::size_t int_end = std::min(s.find('.'), s.size());
+  std::string out(s.substr(0, start));
+  for (std::size_t i = start; i < int_end; ++i) {
+    out.push_back(s[i]);
+    const std::size_t left = int_end - i - 1;  // digits still to come
+    if (left > 0 && left % 3 == 0) out.push_back(',');
+  }
+  out.append(s.substr(int_end));
+  return out;
 }
 
 std::string opt_num(const std::optional<double>& v) {
