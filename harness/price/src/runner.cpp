@@ -527,6 +527,15 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
           " and reconnected " + std::to_string(r.load["reconnects"].get<long long>()) + " times";
     r.notes.push_back(note);
   }
+  // An async model's /block: more connections than pool threads queue for the pool.
+  if (target.kind == ServerKind::async && in.threads && offered > *in.threads && mean_delay > 0) {
+    r.notes.push_back(fmt("%.0f", offered) + " connections share " + fmt("%.0f", *in.threads) +
+                      " threads for a " + fmt("%g", mean_delay) +
+                      " ms blocking call, so a request queues about (" + fmt("%.0f", offered) +
+                      " / " + fmt("%.0f", *in.threads) + " - 1) x " + fmt("%g", mean_delay) +
+                      " = " + fmt("%.0f", (offered / *in.threads - 1) * mean_delay) +
+                      " ms for one: that is its overshoot, not a late timer");
+  }
   if (r.efficiency && *r.efficiency < 0.97) {
     r.notes.push_back(
         "reached " + fmt("%.1f", *r.efficiency * 100) + "% of its " + r.ceilings.bound() +
