@@ -341,6 +341,19 @@ std::string threads_description(const Target& target, const ServerShape& shape,
   return "";
 }
 
+/// For a row bound by its connections whose connections were all served: a closed loop's rps is
+/// connections / mean latency, so the shortfall is the answers' lateness (overshoot).
+std::string overshoot_account(const RowResult& r, double offered, double mean_delay_ms) {
+  if (mean_delay_ms <= 0 || r.served < 0.9 * offered || r.ceilings.bound() != "connections")
+    return "";
+  const double mean_latency_ms = r.load.at("latency_us").at("mean").get<double>() / 1000;
+  return "; every connection was served, and answers came on average " +
+         fmt("%.2f", mean_latency_ms - mean_delay_ms) + " ms after their delay (mean latency " +
+         fmt("%.2f", mean_latency_ms) + " ms for " + fmt("%g", mean_delay_ms) +
+         " ms): connections / mean latency = " + fmt("%.0f", offered / (mean_latency_ms / 1000)) +
+         " rps, so the time went into that overshoot";
+}
+
 /// Runs cm-load against a fresh server for one row and prices it.
 RowResult run_row(const Target& target, const Profile& profile, const Settings& settings,
                   const Row& row, std::optional<double> cpu_rps, int index) {
@@ -537,13 +550,14 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
                       " ms for one: that is its overshoot, not a late timer");
   }
   if (r.efficiency && *r.efficiency < 0.97) {
-    r.notes.push_back(
-        "reached " + fmt("%.1f", *r.efficiency * 100) + "% of its " + r.ceilings.bound() +
-        " ceiling; server CPU busy " + fmt("%.0f", r.server_busy * 100) + "% of " +
-        std::to_string(in.server_cpus) + " CPU(s), cm-load CPU busy " +
-        fmt("%.0f", r.load_busy * 100) + "%, p99 overshoot " +
-        fmt("%.2f", r.load.at("overshoot_us").at("p99").get<double>() / 1000) + " ms, " +
-        std::to_string(r.load.at("errors_total").get<long long>()) + " errors");
+    r.notes.push_back("reached " + fmt("%.1f", *r.efficiency * 100) + "% of its " +
+                      r.ceilings.bound() + " ceiling; server CPU busy " +
+                      fmt("%.0f", r.server_busy * 100) + "% of " + std::to_string(in.server_cpus) +
+                      " CPU(s), cm-load CPU busy " + fmt("%.0f", r.load_busy * 100) +
+                      "%, p99 overshoot " +
+                      fmt("%.2f", r.load.at("overshoot_us").at("p99").get<double>() / 1000) +
+                      " ms, " + std::to_string(r.load.at("errors_total").get<long long>()) +
+                      " errors" + overshoot_account(r, offered, mean_delay));
   }
   return r;
 }
