@@ -6,7 +6,7 @@
 // request holds a whole worker (a stack of 8 MiB of address space, a kernel task, a scheduler
 // entry), so the server carries at most `--threads` waiting requests. With keep-alive a worker
 // serves one connection until the client closes it, so connections beyond the pool wait in the
-// accept queue: ceiling = threads / delay, whatever the number of connections.
+// kernel's listen backlog: ceiling = threads / delay, whatever the number of connections.
 //
 // What it needs: POSIX sockets and std::thread; nothing else.
 //
@@ -15,8 +15,8 @@
 //   curl -v localhost:8080/delay/100
 //   for i in $(seq 8); do curl -s localhost:8080/delay/1000 & done; wait   # 2 s: 4 at a time
 //
-// Shape: one acceptor thread accepts and queues connections; `--threads` workers each take one
-// and call serve_connection() (connection.cpp) until it ends. stop() shuts the listening socket
+// Shape: one acceptor thread accepts a connection whenever a worker is idle and hands it over;
+// `--threads` workers each take one and call serve_connection() (connection.cpp) until it ends. stop() shuts the listening socket
 // (waking accept), interrupts every sleep, shuts every served socket (waking recv), and joins.
 
 #include <sys/socket.h>
@@ -67,6 +67,7 @@ class BlockingServer final : public Server {
     ::shutdown(listeners_.sockets.front().get(), SHUT_RDWR);  // wakes accept() with EINVAL
     sleeper_.interrupt();                                     // wakes every Wait and Block
     ready_.notify_all();
+    worker_free_.notify_all();
     acceptor_.join();
     for (auto& worker : workers_) worker.join();
     open_ -= queue_.size();
@@ -83,6 +84,14 @@ class BlockingServer final : public Server {
   void accept_loop() {
     const int listener = listeners_.sockets.front().get();
     for (;;) {
+      {
+        // Accept only when a worker is free to take the connection. The others wait in the
+        // kernel's listen backlog, holding no descriptor of ours: accepting them early would only
+        // pile up fds (a client that gives up and reconnects would leave one behind each time).
+        std::unique_lock lock(mutex_);
+        worker_free_.wait(lock, [this] { return stopping_ || idle_ > queue_.size(); });
+        if (stopping_) return;
+      }
       const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) {
         if (stopping()) return;
@@ -108,7 +117,10 @@ class BlockingServer final : public Server {
       Fd connection;
       {
         std::unique_lock lock(mutex_);
+        ++idle_;
+        worker_free_.notify_one();
         ready_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+        --idle_;
         if (stopping_) return;
         connection = std::move(queue_.front());
         queue_.pop_front();
@@ -137,9 +149,11 @@ class BlockingServer final : public Server {
   std::vector<std::thread> workers_;
   Sleeper sleeper_;
 
-  std::mutex mutex_;                // guards the three below
-  std::condition_variable ready_;
-  std::deque<Fd> queue_;            // accepted, waiting for a free worker
+  std::mutex mutex_;                 // guards the members below
+  std::condition_variable ready_;    // a connection was queued (or stopping)
+  std::condition_variable worker_free_;  // a worker became idle (or stopping)
+  std::deque<Fd> queue_;             // accepted, handed to an idle worker
+  std::size_t idle_ = 0;             // workers waiting for a connection
   std::unordered_set<int> serving_; // fds a worker is serving now
   bool stopping_ = false;
 
