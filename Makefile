@@ -3,13 +3,14 @@
 #   make compare   install what is missing, build (release), run the main comparison
 #   make test      install what is missing, build (release), run every test
 #   make asan-test the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make cross-check / make micro   regenerate results/loadgen.md / results/micro.md
 #
 # Binaries land in build/<preset>/bin; build/bin points at build/release/bin.
 
 PRESET ?= release
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build test asan-test compare format clean
+.PHONY: all deps build test asan-test compare cross-check micro format clean
 
 all: build
 
@@ -29,6 +30,14 @@ asan-test:
 
 compare: build
 	harness/compare
+
+# cm-load against wrk on the same targets -> results/loadgen.md
+cross-check: build
+	harness/cross-check --no-build
+
+# cm-micro's primitives -> results/micro.md
+micro: build
+	harness/micro/report
 
 format:
 	find common servers blocking asio_coro libuv_callbacks uring_coro harness \
