@@ -14,13 +14,15 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/system/system_error.hpp>
 
 #include <array>
 #include <chrono>
-#include <optional>
+#include <system_error>
 #include <tuple>
 #include <variant>
 
@@ -83,21 +85,44 @@ awaitable<bool> perform_here(const Plan& plan, Sleeper& sleeper) {
   co_return perform(plan, sleeper);
 }
 
+/// --offload thread: runs the plan's work on a new thread (aeronet's deferWork), then resumes this
+/// coroutine on its own io_context. The coroutine waits on a timer that never expires, used as a
+/// one-shot event: the thread posts a handler to the loop that records the result and cancels it.
+/// If the system refuses a thread, the reply is a 503.
+awaitable<bool> on_new_thread(Plan& plan, Shared& shared) {
+  const auto loop = co_await asio::this_coro::executor;
+  asio::steady_timer finished(loop, asio::steady_timer::time_point::max());
+  bool done = false;       // set on the loop, by the handler the thread posts
+  bool completed = false;  // perform()'s result: false if stop() interrupted a Block
+  // NOTE: the thread refers to this frame (plan lives in serve_connection's, suspended on us).
+  // The frame stays alive because this coroutine cannot return before `done`, which only the
+  // posted handler sets; after asio::post the thread touches nothing of ours. The pending wait
+  // on `finished` keeps the loop's run() going (stop() does not cancel it: Connection::close()
+  // knows only c.timer), so the io_context outlives the post. The thread is joined by
+  // shared.call_threads' reaper, never by a loop; stop() joins whatever is left (server.cpp).
+  try {
+    shared.call_threads.start([&] {
+      const bool ok = perform(plan, shared.sleeper);
+      asio::post(loop, [&, ok] {
+        completed = ok;
+        done = true;
+        finished.cancel();
+      });
+    });
+  } catch (const std::system_error&) {  // the system refused another thread
+    reply_of(plan) = service_unavailable();
+    co_return true;
+  }
+  while (!done)
+    co_await finished.async_wait(as_value);
+  co_return completed;
+}
+
 /// Runs the plan's work off the loop, then resumes this coroutine back on its own io_context:
 /// co_spawn runs perform_here() on the other executor and completes `use_awaitable` through the
 /// awaiting coroutine's executor. A full pool answers 503 instead.
 awaitable<bool> offload(Plan& plan, Shared& shared) {
-  if (shared.options.offload == Offload::thread) {
-    std::optional<asio::thread_pool> one_thread;  // a new thread for this one call (deferWork)
-    try {
-      one_thread.emplace(1);
-    } catch (const boost::system::system_error&) {  // the system refused another thread
-      reply_of(plan) = service_unavailable();
-      co_return true;
-    }
-    co_return co_await asio::co_spawn(*one_thread, perform_here(plan, shared.sleeper),
-                                      use_awaitable);  // then ~thread_pool joins the thread
-  }
+  if (shared.options.offload == Offload::thread) co_return co_await on_new_thread(plan, shared);
   if (!shared.admission.try_acquire()) {
     reply_of(plan) = service_unavailable();
     co_return true;
@@ -156,6 +181,49 @@ class Held {
 };
 
 }  // namespace
+
+void CallThreads::start(std::function<void()> work) {
+  std::lock_guard lock(mutex_);
+  if (!reaper_.joinable()) reaper_ = std::thread([this] { reap(); });
+  // NOTE: the new thread reports its end under mutex_, held here until it is in running_.
+  std::thread thread([this, work = std::move(work)] {
+    work();
+    std::lock_guard done(mutex_);
+    finished_.push_back(std::this_thread::get_id());
+    changed_.notify_one();
+  });
+  running_.emplace(thread.get_id(), std::move(thread));
+}
+
+void CallThreads::reap() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [this] { return !finished_.empty() || (stopping_ && running_.empty()); });
+    if (finished_.empty()) return;  // stopping, and every thread was joined
+    std::vector<std::thread> ended;
+    for (std::thread::id id : finished_) {
+      auto it = running_.find(id);
+      ended.push_back(std::move(it->second));
+      running_.erase(it);
+    }
+    finished_.clear();
+    lock.unlock();
+    for (std::thread& thread : ended)
+      thread.join();  // it returned from its work: only its exit is left
+    lock.lock();
+  }
+}
+
+void CallThreads::join_all() {
+  std::thread reaper;
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    changed_.notify_one();
+    reaper = std::move(reaper_);
+  }
+  if (reaper.joinable()) reaper.join();
+}
 
 void Loop::close_all() {
   stopping = true;

@@ -9,8 +9,14 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_set>
+#include <vector>
 
 #include "cm/server.hpp"
 #include "cm/work.hpp"
@@ -20,8 +26,32 @@ namespace cm::asio_coro {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
+/// The threads of --offload thread, one per call (aeronet's deferWork). A reaper thread joins
+/// each one as it finishes, so no loop ever waits for a thread's end.
+class CallThreads {
+ public:
+  CallThreads() = default;
+  ~CallThreads() { join_all(); }
+  CallThreads(const CallThreads&) = delete;
+  CallThreads& operator=(const CallThreads&) = delete;
+  /// Runs `work` on a new thread; throws std::system_error if the system refuses one.
+  void start(std::function<void()> work);
+  /// Returns once every thread started has finished and been joined, and the reaper too.
+  void join_all();
+
+ private:
+  /// The reaper's loop: joins the threads that reported their end, until join_all().
+  void reap();
+  std::mutex mutex_;
+  std::condition_variable changed_;               ///< a thread finished, or join_all() began
+  std::map<std::thread::id, std::thread> running_;  ///< started, not yet joined
+  std::vector<std::thread::id> finished_;         ///< returned from their work, to join
+  bool stopping_ = false;
+  std::thread reaper_;  ///< started with the first call thread
+};
+
 /// What every loop of one server shares: the options, the offload pool and its admission, the
-/// sleeper that stop() interrupts, and the count of connections held.
+/// sleeper that stop() interrupts, the per-call threads, and the count of connections held.
 struct Shared {
   /// Starts the offload pool's `options.blocking_threads` threads.
   Shared(const ServerOptions& options, std::string model);
@@ -30,6 +60,7 @@ struct Shared {
   asio::thread_pool pool;   ///< where Block (and, with --offload pool, everything) runs
   Admission admission;      ///< blocking_threads + blocking_queue slots; beyond -> 503
   Sleeper sleeper;          ///< Block's blocking call, and the --wait-mode sleep anti-pattern
+  CallThreads call_threads;  ///< --offload thread: a thread per call, joined off the loops
   std::atomic<std::size_t> open{0};  ///< connections held, over every loop
 };
 

@@ -115,6 +115,7 @@ class AsioServer final : public Server {
     for (auto& thread : threads_)
       thread.join();  // run() returns: no coroutine is left
     shared_->pool.join();
+    shared_->call_threads.join_all();  // --offload thread: their handlers ran, so they are ending
     loops_.clear();  // the io_contexts' own fds (epoll or the ring, eventfd, timerfd)
     stopped_ = true;
   }

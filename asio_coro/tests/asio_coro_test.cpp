@@ -1,10 +1,12 @@
 // asio_coro_test.cpp -- what the conformance suite does not see: the offload pool's bound, the
-// --offload and --wait-mode switches, and stopping with blocking calls queued.
+// --offload and --wait-mode switches, and stopping with blocking calls queued or on their threads.
 //
 // Nothing here asserts a speed: only answers, statuses and the order in which answers arrive.
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <iterator>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -99,6 +101,54 @@ TEST(AsioCoro, InlineBlockStallsTheLoop) {
   ASSERT_TRUE(b);
   EXPECT_EQ(b->body, "400");
   server->stop();
+}
+
+/// How many threads this process has now.
+std::size_t threads_of_this_process() {
+  const std::filesystem::directory_iterator tasks("/proc/self/task");
+  return static_cast<std::size_t>(std::distance(begin(tasks), end(tasks)));
+}
+
+TEST(AsioCoro, ThreadOffloadDoesNotStallTheLoop) {
+  ServerOptions options;
+  options.threads = 1;
+  options.offload = Offload::thread;  // /block and /plaintext each on a new thread
+  auto server = start(options);
+  Client blocking = Client::connect(server->port());
+  Client plain = Client::connect(server->port());
+  ASSERT_TRUE(blocking.send(get_request("/block/2000")));
+  std::this_thread::sleep_for(100ms);  // the block is running on its thread
+  for (int i = 0; i < 3; ++i) {        // each one starts, ends and is joined meanwhile
+    ASSERT_TRUE(plain.send(get_request("/plaintext")));
+    auto p = plain.read_response();
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->status, 200);
+    EXPECT_FALSE(blocking.readable_now()) << "the plaintext waited for the block's thread";
+  }
+  auto b = blocking.read_response();
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->body, "2000");
+  server->stop();
+}
+
+TEST(AsioCoro, StopWithThreadOffloadedBlocksInFlightLeavesNoThread) {
+  const std::size_t before = threads_of_this_process();
+  ServerOptions options;
+  options.threads = 2;
+  options.offload = Offload::thread;
+  auto server = start(options);
+  std::vector<Client> clients;
+  for (int i = 0; i < 4; ++i) {
+    clients.push_back(Client::connect(server->port()));
+    ASSERT_TRUE(clients.back().send(get_request("/block/30000")));
+  }
+  std::this_thread::sleep_for(200ms);  // four call threads are asleep in their blocks
+  EXPECT_GE(threads_of_this_process(), before + 2 + 4) << "two loops, four call threads";
+  server->stop();  // interrupts them; ctest's TIMEOUT would say if it waited out 30 s
+  EXPECT_EQ(server->open_connections(), 0u);
+  EXPECT_EQ(threads_of_this_process(), before) << "stop() joined every thread it started";
+  for (auto& c : clients)
+    EXPECT_TRUE(c.closed_by_peer(5s));
 }
 
 TEST(AsioCoro, EveryOffloadModeAnswersEveryRoute) {
