@@ -62,7 +62,7 @@ Task<void> linger(uring::Ring& ring, int fd) {
 Task<Outcome> timer(uring::Ring& ring, std::chrono::milliseconds duration) {
   const auto until = Clock::now() + duration;
   do {
-    if (co_await uring::Timeout(ring, until - Clock::now()) != -ETIME) {
+    if (co_await uring::Timeout(ring, until) != -ETIME) {
       co_return Outcome::stopped;  // -ECANCELED: cancel_all(), the loop stops
     }
   } while (Clock::now() < until);  // a kernel timer does not fire early; this makes sure of it

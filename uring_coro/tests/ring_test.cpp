@@ -79,6 +79,30 @@ TEST_F(RingTest, TimeoutExpiresWithEtimeNeverEarly) {
   EXPECT_EQ(result, -ETIME);
 }
 
+TEST_F(RingTest, TimeoutAtADeadlineExpiresWithEtimeNeverBeforeIt) {
+  const auto deadline = Clock::now() + 30ms;
+  int result = 0;
+  Clock::time_point woke;
+  auto waiter = [&](Ring& r) -> Task<void> {  // NOTE: outlives the spawned task it captures for
+    result = co_await Timeout(r, deadline);
+    woke = Clock::now();
+  };
+  ring().spawn(waiter(ring()));
+  // The SQE waits in the SQ until run_once() submits it; the deadline does not move with it.
+  std::this_thread::sleep_for(10ms);
+  run_until_joined();
+  EXPECT_EQ(result, -ETIME);
+  EXPECT_GE(woke, deadline);
+}
+
+TEST_F(RingTest, TimeoutAtADeadlineAlreadyPassedExpiresAtOnce) {
+  int result = 0;
+  ring().run([&](Ring& r) -> Task<void> {
+    result = co_await Timeout(r, Clock::now() - 1s);
+  }(ring()));
+  EXPECT_EQ(result, -ETIME);
+}
+
 TEST_F(RingTest, CancelEndsAPendingTimeout) {
   const Operation* pending = nullptr;
   int timeout_result = 0;

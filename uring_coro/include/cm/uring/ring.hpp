@@ -121,15 +121,24 @@ class Send : public Operation {
   std::span<const char> bytes_;
 };
 
+/// __kernel_timespec for a point of std::chrono::steady_clock (CLOCK_MONOTONIC on Linux, the
+/// clock of an IORING_TIMEOUT_ABS timeout); a point before the clock's epoch counts as the epoch.
+__kernel_timespec to_timespec(std::chrono::steady_clock::time_point deadline) noexcept;
+
 /// IORING_OP_TIMEOUT: -ETIME once `duration` has passed (never before), -ECANCELED if cancelled.
+/// Given a duration, the kernel counts it from the submission; given a steady_clock deadline
+/// (IORING_TIMEOUT_ABS), it fires at that point however late the SQE is submitted.
 class Timeout : public Operation {
  public:
   Timeout(Ring& ring, std::chrono::nanoseconds duration) noexcept
-      : Operation(ring), duration_(to_timespec(duration)) {}
+      : Operation(ring), time_(to_timespec(duration)) {}
+  Timeout(Ring& ring, std::chrono::steady_clock::time_point deadline) noexcept
+      : Operation(ring), time_(to_timespec(deadline)), flags_(IORING_TIMEOUT_ABS) {}
   void await_suspend(std::coroutine_handle<> waiter);
 
  private:
-  __kernel_timespec duration_;
+  __kernel_timespec time_;  // read by the kernel when the SQE is submitted
+  unsigned flags_ = 0;
 };
 
 /// IORING_OP_ASYNC_CANCEL of another coroutine's operation: 0 if it was found and cancelled (it
@@ -195,8 +204,11 @@ class Ring {
   void reserve(unsigned count);
 
   /// Submits what is queued, waits for at least one completion, and resumes every waiter whose
-  /// CQE arrived (and every coroutine post()ed by another thread).
+  /// CQE arrived (and every coroutine post()ed by another thread). What the resumed coroutines
+  /// queue is submitted every submit_batch SQEs on the way, not only at the next run_once().
   void run_once();
+  /// How many SQEs queued by resumed coroutines run_once() lets wait before submitting them.
+  static constexpr unsigned submit_batch = 16;
 
   /// Starts `task` now; the ring owns it until it ends (spawned() counts it until then). An
   /// exception escaping it is reported on stderr and ends that task only.
