@@ -5,7 +5,9 @@
 //  - BM_uring_nop_raw / BM_uring_timeout_zero_raw: liburing alone, one SQE submitted and its CQE
 //    reaped per iteration (io_uring_submit_and_wait: one syscall), the floor under the runtime.
 //  - BM_uring_nop: `co_await Nop(ring)` in a Task run by Ring::run: the runtime's post-and-resume.
-//  - BM_uring_timeout_zero: `co_await Timeout(ring, 0ns)`, a zero-length timer armed and fired.
+//  - BM_uring_timeout_zero: `co_await Timeout(ring, 0ns)`, a zero-length timer armed and fired;
+//    BM_uring_timeout_deadline_now: the same as an absolute deadline (IORING_TIMEOUT_ABS) of
+//    steady_clock::now(), the way the model arms /delay.
 //  - BM_uring_spawn: Ring::spawn of a Task that finishes at once; BM_uring_await_child:
 //    co_await of a child Task (a coroutine call, no suspension).
 //  - BM_offload_uring_thread / _pool: the offload round trip, a new std::thread per call that
@@ -165,6 +167,22 @@ void BM_uring_timeout_zero(benchmark::State& state) {
   run_on_ring(state, zero_timeouts);
 }
 
+/// As the model arms /delay since it moved to absolute deadlines: IORING_TIMEOUT_ABS at
+/// steady_clock::now(), a deadline already due when the kernel sees it.
+uring::Task<void> due_deadlines(uring::Ring& ring, benchmark::State& state) {
+  for (auto _ : state) {
+    if (co_await uring::Timeout(ring, std::chrono::steady_clock::now()) != -ETIME) {
+      state.SkipWithError("a due Timeout deadline did not expire");
+      co_return;
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_uring_timeout_deadline_now(benchmark::State& state) {
+  run_on_ring(state, due_deadlines);
+}
+
 uring::Task<void> finish_at_once(long& finished) {
   ++finished;
   co_return;
@@ -241,6 +259,7 @@ BENCHMARK(BM_uring_timeout_zero_raw);
 #ifdef CM_MICRO_URING_RUNTIME
 BENCHMARK(BM_uring_nop);
 BENCHMARK(BM_uring_timeout_zero);
+BENCHMARK(BM_uring_timeout_deadline_now);
 BENCHMARK(BM_uring_spawn);
 #if defined(__SANITIZE_ADDRESS__) || !defined(__OPTIMIZE__)
 // NOTE: Task relies on symmetric transfer (final_suspend returns the awaiter's handle) being a
