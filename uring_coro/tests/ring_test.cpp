@@ -97,9 +97,8 @@ TEST_F(RingTest, TimeoutAtADeadlineExpiresWithEtimeNeverBeforeIt) {
 
 TEST_F(RingTest, TimeoutAtADeadlineAlreadyPassedExpiresAtOnce) {
   int result = 0;
-  ring().run([&](Ring& r) -> Task<void> {
-    result = co_await Timeout(r, Clock::now() - 1s);
-  }(ring()));
+  ring().run(
+      [&](Ring& r) -> Task<void> { result = co_await Timeout(r, Clock::now() - 1s); }(ring()));
   EXPECT_EQ(result, -ETIME);
 }
 

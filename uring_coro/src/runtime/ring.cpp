@@ -144,7 +144,8 @@ bool failed(int ret) noexcept {
 
 void Ring::run_once() {
   const int ret = io_uring_submit_and_wait(&ring_, 1);
-  if (failed(ret)) throw std::system_error(-ret, std::system_category(), "io_uring_submit_and_wait");
+  if (failed(ret))
+    throw std::system_error(-ret, std::system_category(), "io_uring_submit_and_wait");
   io_uring_cqe* cqe = nullptr;
   while (io_uring_peek_cqe(&ring_, &cqe) == 0) {
     const std::uint64_t user_data = cqe->user_data;
