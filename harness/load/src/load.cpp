@@ -262,15 +262,18 @@ Result run(const Options& options) {
   // --- time the phases -------------------------------------------------------------------------
   Progress progress(options.progress ? options.log : nullptr, workers, options.connections);
   double cpu_at_start = cpu_seconds();
-  // The connect phase ends when every first attempt has ended, or when none has for --timeout
-  // (a server that stopped accepting: the slots still trying go on in the background).
+  // The connect phase ends when every first attempt has ended, when none has for --timeout (a
+  // server that stopped accepting), or after --connect-phase seconds at the latest (a server too
+  // busy serving the connections it has to accept the rest quickly). The slots still trying go on
+  // in the background, and the connect line says how many there were.
   unsigned resolved = 0;
   std::int64_t last_progress = now_ns();
+  const auto phase_end = connect_start + static_cast<std::int64_t>(options.connect_phase_s * 1e9);
   while ((resolved = shared.resolved.load()) < options.connections) {
     progress.sleep_until(now_ns() + 10'000'000, "connect", shared);
     if (any_failure.load()) stop_all();
     if (shared.resolved.load() != resolved) last_progress = now_ns();
-    if (now_ns() - last_progress > target.timeout_ns) break;
+    if (now_ns() - last_progress > target.timeout_ns || now_ns() > phase_end) break;
   }
   const double connect_s = static_cast<double>(now_ns() - connect_start) / 1e9;
 

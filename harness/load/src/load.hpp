@@ -34,6 +34,7 @@ struct Options {
   double duration_s = 10;                     ///< measured window
   double warmup_s = 2;                        ///< before the window, not counted
   std::chrono::milliseconds timeout{10'000};  ///< unanswered this long: a timeout error
+  double connect_phase_s = 30;                ///< the connect phase ends after this at the latest
   int expect_status = 200;
   std::optional<std::string> expect_body;       ///< nullopt: the URL's default (url_template.hpp)
   std::optional<std::uint64_t> min_latency_ms;  ///< nullopt: the URL's default

@@ -39,6 +39,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--timeout", timeout_ms, "ms before an unanswered request is a timeout error")
       ->capture_default_str();
+  app.add_option("--connect-phase", options.connect_phase_s,
+                 "seconds the connect phase may take at most before the run starts with the "
+                 "connections open (the rest keep trying)")
+      ->capture_default_str();
   app.add_option("--expect-status", options.expect_status, "status of a correct answer")
       ->capture_default_str();
   auto* body_opt = app.add_option("--expect-body", expect_body,
