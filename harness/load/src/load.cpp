@@ -407,10 +407,11 @@ void print_summary(std::ostream& out, const Result& r) {
     return s.str();
   };
   out << "cm-load " << r.url;
-  if (r.delay)
-    out << "  delay " << r.delay->min_ms
-        << (r.delay->min_ms == r.delay->max_ms ? "" : ":" + std::to_string(r.delay->max_ms))
-        << " ms";
+  if (r.delay) {
+    out << "  delay " << r.delay->min_ms;
+    if (r.delay->max_ms != r.delay->min_ms) out << ":" << r.delay->max_ms;
+    out << " ms";
+  }
   out << "\n  " << r.connections_open << "/" << r.connections_requested << " connections, "
       << r.threads << " threads, " << r.warmup_s << " s warm-up, " << r.duration_s
       << " s measured\n";

@@ -71,10 +71,12 @@ std::string UrlTemplate::authority() const {
 std::optional<UrlTemplate::FixedNumber> UrlTemplate::fixed_number() const {
   if (has_ms) return std::nullopt;
   for (std::string_view kind : {"delay", "block", "cpu"}) {
-    std::string prefix = "/" + std::string(kind) + "/";
+    // "/" kind "/" digits, compared piecewise (GCC 12 warns falsely on "/" + std::string + "/").
     std::string_view p = path_prefix;
-    if (!p.starts_with(prefix)) continue;
-    std::string_view digits = p.substr(prefix.size());
+    if (p.size() < kind.size() + 2 || p[0] != '/' || p.substr(1, kind.size()) != kind ||
+        p[kind.size() + 1] != '/')
+      continue;
+    std::string_view digits = p.substr(kind.size() + 2);
     std::uint64_t value = 0;
     auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
     if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size())
