@@ -171,6 +171,8 @@ Result run(const Options& options) {
   if (!(options.duration_s > 0)) throw std::invalid_argument("--duration must be above 0");
   if (!(options.warmup_s >= 0)) throw std::invalid_argument("--warmup must be 0 or more");
   if (options.timeout.count() <= 0) throw std::invalid_argument("--timeout must be above 0");
+  if (options.spin.count() < 0 || options.spin > std::chrono::seconds(1))
+    throw std::invalid_argument("--spin-us must be from 0 to 1000000");
   if (url.has_ms && !options.delay)
     throw std::invalid_argument("the URL holds {ms}: say which delay with --delay MS or MIN:MAX");
   if (!url.has_ms && options.delay)
@@ -192,6 +194,7 @@ Result run(const Options& options) {
   }
   target.expect_status = options.expect_status;
   target.timeout_ns = static_cast<std::int64_t>(options.timeout.count()) * 1'000'000;
+  target.spin_ns = static_cast<std::int64_t>(options.spin.count()) * 1'000;
 
   unsigned threads = std::min(options.threads, options.connections);
   raise_open_files_limit();
@@ -335,7 +338,9 @@ Result run(const Options& options) {
     result.errors.add(w->errors);
     result.latency_us.merge(w->latency_us);
     result.overshoot_us.merge(w->overshoot_us);
+    result.client_spin_s += static_cast<double>(w->spin_ns_in_window) / 1e9;
   }
+  result.spin_us = static_cast<double>(options.spin.count());
   result.client_cpu_s = cpu_window_end - cpu_window_start;
   result.client_cpu_total_s = cpu_seconds() - cpu_at_start;
   return result;
@@ -381,6 +386,8 @@ nlohmann::json to_json(const Result& r) {
       {"overshoot_us", histogram(r.overshoot_us)},
       {"client_cpu_s", r.client_cpu_s},
       {"client_cpu_total_s", r.client_cpu_total_s},
+      {"client_spin_s", r.client_spin_s},
+      {"spin_us", r.spin_us},
   };
 }
 
@@ -416,7 +423,8 @@ void print_summary(std::ostream& out, const Result& r) {
       << r.threads << " threads, " << r.warmup_s << " s warm-up, " << r.duration_s
       << " s measured\n";
   out << "  requests " << r.requests << "   rps " << std::fixed << std::setprecision(1) << r.rps()
-      << "   client CPU " << std::setprecision(2) << r.client_cpu_s << " s\n";
+      << "   client CPU " << std::setprecision(2) << r.client_cpu_s << " s (" << r.client_spin_s
+      << " s of it polling idle)\n";
   out << "  " << std::left << std::setw(10) << "" << std::right;
   for (const char* h : {"mean", "p50", "p90", "p99", "p99.9", "max"})
     out << std::setw(12) << h;

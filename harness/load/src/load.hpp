@@ -35,6 +35,9 @@ struct Options {
   double warmup_s = 2;                        ///< before the window, not counted
   std::chrono::milliseconds timeout{10'000};  ///< unanswered this long: a timeout error
   double connect_phase_s = 30;                ///< the connect phase ends after this at the latest
+  /// Poll without sleeping for this long after the last event (0: always sleep; worker.cpp says
+  /// why)
+  std::chrono::microseconds spin{100};
   int expect_status = 200;
   std::optional<std::string> expect_body;       ///< nullopt: the URL's default (url_template.hpp)
   std::optional<std::uint64_t> min_latency_ms;  ///< nullopt: the URL's default
@@ -77,6 +80,8 @@ struct Result {
   Histogram overshoot_us;             ///< latency - the least latency allowed (the delay)
   double client_cpu_s = 0;            ///< cm-load's user+system CPU during the window
   double client_cpu_total_s = 0;      ///< ... during the whole run
+  double client_spin_s = 0;           ///< of client_cpu_s, polling that found nothing (--spin-us)
+  double spin_us = 0;                 ///< the --spin-us it ran with
   double rps() const { return duration_s > 0 ? static_cast<double>(requests) / duration_s : 0; }
 };
 

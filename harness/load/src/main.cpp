@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   cm::load::Options options;
   std::string delay, json_file, source_addresses = "auto";
   unsigned timeout_ms = 10'000;
+  long spin_us = options.spin.count();
   std::uint64_t min_latency_ms = 0;
   std::string expect_body;
   bool quiet = false;
@@ -43,6 +44,10 @@ int main(int argc, char** argv) {
                  "seconds the connect phase may take at most before the run starts with the "
                  "connections open (the rest keep trying)")
       ->capture_default_str();
+  app.add_option("--spin-us", spin_us,
+                 "after an event, poll without sleeping this long before sleeping in epoll_wait "
+                 "(0: always sleep); idle polling is reported apart from the CPU time")
+      ->capture_default_str();
   app.add_option("--expect-status", options.expect_status, "status of a correct answer")
       ->capture_default_str();
   auto* body_opt = app.add_option("--expect-body", expect_body,
@@ -62,6 +67,7 @@ int main(int argc, char** argv) {
 
   try {
     options.timeout = std::chrono::milliseconds(timeout_ms);
+    options.spin = std::chrono::microseconds(spin_us);
     if (!delay.empty()) options.delay = cm::load::DelayRange::parse(delay);
     if (*body_opt) options.expect_body = expect_body;
     if (*latency_opt) options.min_latency_ms = min_latency_ms;

@@ -33,6 +33,8 @@ struct Target {
   Expectation expect;
   int expect_status = 200;
   std::int64_t timeout_ns = 0;
+  /// Poll without sleeping for this long after the last event (0: always sleep in epoll_wait).
+  std::int64_t spin_ns = 0;
 };
 
 /// State shared by the main thread and the workers.
@@ -74,6 +76,8 @@ class Worker {
   // Final figures, read by the main thread after run() returned.
   std::uint64_t requests_in_window = 0;
   std::uint64_t reconnects = 0;
+  /// Time spent inside the window in polls that found nothing (see worker.cpp), ns.
+  std::int64_t spin_ns_in_window = 0;
   ErrorCounts errors;
   /// Why connects failed, by reason; safe to call while the worker runs.
   std::map<std::string, std::uint64_t> connect_failures() const;

@@ -186,9 +186,32 @@ TEST(Load, OptionsThatMakeNoSenseAreRejected) {
   o.connections = 0;
   EXPECT_THROW(run(o), std::invalid_argument);
   o = short_run(1, "/plaintext");
+  o.spin = std::chrono::microseconds(-1);
+  EXPECT_THROW(run(o), std::invalid_argument);
+  o.spin = std::chrono::microseconds(1'000'001);
+  EXPECT_THROW(run(o), std::invalid_argument);  // --spin-us above a second
+  o = short_run(1, "/plaintext");
   o.source_addresses = 2;
   o.url = "http://10.0.0.1:1/plaintext";
   EXPECT_THROW(run(o), std::invalid_argument);  // several sources only on loopback
+}
+
+TEST(Load, PollingOrSleepingBetweenAnswersCountsTheSame) {
+  // --spin-us only changes how the loop waits: the same server gives the same verdicts, and idle
+  // polling is reported only when the loop polls.
+  for (long spin_us : {0L, 100L, 5'000L}) {
+    TestServer server(Behaviour::correct);
+    Options o = short_run(server.port(), "/delay/{ms}");
+    o.spin = std::chrono::microseconds(spin_us);
+    Result r = run(o);
+    EXPECT_EQ(r.errors.total(), 0u) << spin_us;
+    EXPECT_EQ(r.connections_open, kConnections) << spin_us;
+    EXPECT_GT(r.requests, 0u) << spin_us;
+    EXPECT_GE(r.latency_us.min(), 10'000u) << spin_us;
+    EXPECT_EQ(r.spin_us, static_cast<double>(spin_us));
+    EXPECT_GE(r.client_spin_s, 0.0) << spin_us;
+    if (spin_us == 0) EXPECT_EQ(r.client_spin_s, 0.0);
+  }
 }
 
 TEST(Load, JsonHasEveryKeyOfTheContract) {
@@ -200,7 +223,7 @@ TEST(Load, JsonHasEveryKeyOfTheContract) {
   for (const char* key :
        {"tool", "url", "threads", "connections_requested", "connections_open", "connect_failures",
         "delay_ms", "warmup_s", "duration_s", "requests", "rps", "errors", "errors_total",
-        "latency_us", "overshoot_us", "client_cpu_s"})
+        "latency_us", "overshoot_us", "client_cpu_s", "client_spin_s", "spin_us"})
     EXPECT_TRUE(j.contains(key)) << key;
   for (const char* key : {"connect", "reset", "timeout", "status", "body", "early"})
     EXPECT_TRUE(j["errors"].contains(key)) << key;
