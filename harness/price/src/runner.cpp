@@ -469,8 +469,11 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
         std::max<std::size_t>(1, settings.load_cpus.empty()
                                      ? static_cast<std::size_t>(std::thread::hardware_concurrency())
                                      : settings.load_cpus.size());
-    // cm-load's client_cpu_s covers its measured window.
-    r.load_busy = window > 0 ? r.load.at("client_cpu_s").get<double>() / (window * load_cpus) : 0;
+    // cm-load's client_cpu_s covers its measured window; client_spin_s is the part of it spent
+    // polling with nothing to do (its --spin-us), which is not load it generated.
+    const double load_work_s =
+        r.load.at("client_cpu_s").get<double>() - r.load.value("client_spin_s", 0.0);
+    r.load_busy = window > 0 ? std::max(0.0, load_work_s) / (window * load_cpus) : 0;
   } catch (const std::exception& e) {
     r.error =
         "cm-load's JSON (" + json_file.string() + ") is not what the contract says: " + e.what();
