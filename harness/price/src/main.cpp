@@ -170,6 +170,7 @@ int main(int argc, char** argv) {
         settings.server_cpus.empty() ? "any" : cpu_list_string(settings.server_cpus);
     meta["load_cpus"] = settings.load_cpus.empty() ? "any" : cpu_list_string(settings.load_cpus);
     meta["server_cpu_count"] = std::max<std::size_t>(1, settings.server_cpus.size());
+    meta["load_cpu_count"] = cm::price::load_cpu_count(settings);
     meta["pinning"] = pinning;
     meta["loops"] = settings.loops;
     meta["blocking_workers"] = profile.blocking_workers;

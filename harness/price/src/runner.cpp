@@ -321,6 +321,12 @@ double cpu_between(const std::vector<std::pair<double, double>>& samples, double
   return std::max(0.0, at(t1) - at(t0));
 }
 
+std::size_t load_cpu_count(const Settings& settings) {
+  return std::max<std::size_t>(
+      1, settings.load_cpus.empty() ? static_cast<std::size_t>(std::thread::hardware_concurrency())
+                                    : settings.load_cpus.size());
+}
+
 namespace {
 
 std::string threads_description(const Target& target, const ServerShape& shape,
@@ -465,10 +471,7 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
                                      ? static_cast<std::size_t>(std::thread::hardware_concurrency())
                                      : settings.server_cpus.size());
     r.server_busy = window > 0 ? r.server_cpu_s / (window * cpus) : 0;
-    const double load_cpus =
-        std::max<std::size_t>(1, settings.load_cpus.empty()
-                                     ? static_cast<std::size_t>(std::thread::hardware_concurrency())
-                                     : settings.load_cpus.size());
+    const double load_cpus = static_cast<double>(load_cpu_count(settings));
     // cm-load's client_cpu_s covers its measured window; client_spin_s is the part of it spent
     // polling with nothing to do (its --spin-us), which is not load it generated.
     const double load_work_s =

@@ -93,6 +93,9 @@ std::vector<Row> rows_for(const Target& target, const std::vector<Row>& rows);
 ValidationPlan validation_plan_for(const Target& target, const std::vector<Row>& rows);
 
 /// Server CPU seconds between two instants, interpolated from (time, cpu) samples.
+/// The CPUs cm-load runs on, as counted for "cm-load CPU busy" (all of them when not pinned).
+std::size_t load_cpu_count(const Settings& settings);
+
 double cpu_between(const std::vector<std::pair<double, double>>& samples, double t0, double t1);
 
 /// Prices one target: validates it on a fresh server, then runs every row on a fresh server.

@@ -86,6 +86,9 @@ TEST_F(CmPrice, PricesTheBlockingModelAndWritesEveryFile) {
   EXPECT_DOUBLE_EQ(delay["efficiency"].get<double>(), 20.0 / 40.0);
   EXPECT_DOUBLE_EQ(delay["served_connections"].get<double>(), 2.0);  // 20 rps x 0.1 s
   EXPECT_GT(delay["peak_rss_kib"].get<double>(), 0);
+  // cm-load CPU busy leaves out its idle polling: (0.01 - 0.004) s over the 2 s window.
+  const double load_cpus = doc["meta"]["load_cpu_count"].get<double>();
+  EXPECT_NEAR(delay["load_busy"].get<double>() * 2 * load_cpus, 0.006, 1e-12);
   EXPECT_GE(delay["server_cpu_s"].get<double>(), 0);
   // The unserved connections are said, with the reason of the model.
   const std::string notes = delay["notes"].dump();
