@@ -15,20 +15,15 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/system/system_error.hpp>
 
 #include <array>
-#include <chrono>
-#include <system_error>
+#include <optional>
 #include <tuple>
-#include <variant>
 
-#include "cm/limits.hpp"
 #include "cm/net.hpp"
-#include "cm/session.hpp"
+#include "cm/policy.hpp"
 
 namespace cm::asio_coro {
 namespace {
@@ -58,172 +53,101 @@ awaitable<std::tuple<error_code, std::size_t>> receive(Connection& c, Session* s
   co_return std::tuple{ec, n};
 }
 
-/// Lingering close: shut down our side so the client reads the whole reply, then discard what it
-/// still sends until it closes, linger_timeout passes or linger_max_bytes were read.
+/// Writes all of `out`; false if the client is gone.
+awaitable<bool> send(Connection& c, const std::string& out) {
+  const auto [ec, n] = co_await asio::async_write(c.socket, asio::buffer(out), as_value);
+  co_return !ec;
+}
+
+/// Lingering close (cm::Linger): shut down our side, then discard what the client still sends.
 awaitable<void> linger_close(Connection& c) {
   error_code ignored;
   c.socket.shutdown(tcp::socket::shutdown_send, ignored);
-  c.timer.expires_after(linger_timeout);
-  for (std::size_t drained = 0; drained < linger_max_bytes;) {
+  Linger linger(std::chrono::steady_clock::now());
+  c.timer.expires_at(linger.deadline());
+  for (;;) {
     const auto [ec, n] = co_await receive(c, nullptr);
-    if (ec) break;
-    drained += n;
+    if (!linger.more(ec ? -1 : static_cast<long>(n))) co_return;
   }
 }
 
-/// Wait: a steady_timer in this request's coroutine -- or, with --wait-mode sleep, the
-/// anti-pattern of sleeping on the loop thread, which stalls every connection of the loop.
-awaitable<bool> wait(std::chrono::milliseconds duration, Connection& c, Shared& shared) {
-  if (shared.options.wait_mode == WaitMode::sleep) co_return shared.sleeper.sleep_for(duration);
-  c.timer.expires_after(duration);
+/// A steady_timer in this request's coroutine: the loop serves others meanwhile.
+awaitable<Outcome> wait(const Wait& step, Connection& c) {
+  c.timer.expires_after(step.duration);
   const auto [ec] = co_await c.timer.async_wait(as_value);
-  co_return !ec;  // operation_aborted: the server is stopping
+  co_return ec ? Outcome::stopped : Outcome::done;  // operation_aborted: the server is stopping
 }
 
-/// Runs the plan's work on whatever thread this coroutine is on.
-awaitable<bool> perform_here(const Plan& plan, Sleeper& sleeper) {
+/// The step's work on whatever thread this coroutine runs on.
+awaitable<Outcome> here(const Plan& plan, Sleeper& sleeper) {
   co_return perform(plan, sleeper);
 }
 
-/// --offload thread: runs the plan's work on a new thread (aeronet's deferWork), then resumes this
-/// coroutine on its own io_context. The coroutine waits on a timer that never expires, used as a
-/// one-shot event: the thread posts a handler to the loop that records the result and cancels it.
-/// If the system refuses a thread, the reply is a 503.
-awaitable<bool> on_new_thread(Plan& plan, Shared& shared) {
-  const auto loop = co_await asio::this_coro::executor;
-  asio::steady_timer finished(loop, asio::steady_timer::time_point::max());
-  bool done = false;       // set on the loop, by the handler the thread posts
-  bool completed = false;  // perform()'s result: false if stop() interrupted a Block
-  // NOTE: the thread refers to this frame (plan lives in serve_connection's, suspended on us).
-  // The frame stays alive because this coroutine cannot return before `done`, which only the
-  // posted handler sets; after asio::post the thread touches nothing of ours. The pending wait
-  // on `finished` keeps the loop's run() going (stop() does not cancel it: Connection::close()
-  // knows only c.timer), so the io_context outlives the post. The thread is joined by
-  // shared.call_threads' reaper, never by a loop; stop() joins whatever is left (server.cpp).
-  try {
-    shared.call_threads.start([&] {
-      const bool ok = perform(plan, shared.sleeper);
-      asio::post(loop, [&, ok] {
-        completed = ok;
-        done = true;
-        finished.cancel();
-      });
-    });
-  } catch (const std::system_error&) {  // the system refused another thread
-    reply_of(plan) = service_unavailable();
-    co_return true;
-  }
-  while (!done)
-    co_await finished.async_wait(as_value);
-  co_return completed;
-}
-
-/// Runs the plan's work off the loop, then resumes this coroutine back on its own io_context:
-/// co_spawn runs perform_here() on the other executor and completes `use_awaitable` through the
-/// awaiting coroutine's executor. A full pool answers 503 instead.
-awaitable<bool> offload(Plan& plan, Shared& shared) {
-  if (shared.options.offload == Offload::thread) co_return co_await on_new_thread(plan, shared);
-  if (!shared.admission.try_acquire()) {
-    reply_of(plan) = service_unavailable();
-    co_return true;
-  }
-  struct Slot {
-    Admission& admission;
-    ~Slot() { admission.release(); }
-  } slot{shared.admission};
+/// The step's work on the asio::thread_pool; co_spawn completes `use_awaitable` back on this
+/// coroutine's own io_context. A full pool is refused (503).
+awaitable<Outcome> on_pool(const Plan& plan, Loop& loop) {
+  const auto ticket = loop.state.admission.enter();
+  if (!ticket) co_return Outcome::refused;
   // NOTE: `plan` lives in serve_connection's frame, suspended here until the pool is done with it.
-  co_return co_await asio::co_spawn(shared.pool, perform_here(plan, shared.sleeper), use_awaitable);
+  co_return co_await asio::co_spawn(loop.pool, here(plan, loop.state.sleeper), use_awaitable);
 }
 
-/// Whether this kind of step leaves the loop under the configured --offload mode.
-template <typename Step>
-bool offloaded(Offload mode) {
-  if (mode == Offload::pool || mode == Offload::thread) return true;
-  return mode == Offload::standard && std::is_same_v<Step, Block>;
+/// The step's work on a new thread (cm::CallThreads), resumed on this io_context by a post. The
+/// coroutine waits on a timer that never expires, used as a one-shot event: the posted handler
+/// records the outcome and cancels it.
+awaitable<Outcome> on_new_thread(const Plan& plan, Loop& loop) {
+  asio::steady_timer finished(loop.io, asio::steady_timer::time_point::max());
+  std::optional<Outcome> outcome;
+  // NOTE: the thread refers to this frame through the handler it posts, and the frame cannot end
+  // before that handler ran: it waits for `outcome`. stop() does not cancel `finished` (close()
+  // knows only c.timer), so the pending wait keeps the loop's run() going until the post.
+  const bool started = loop.state.call_threads.start(plan, loop.state.sleeper, [&](Outcome o) {
+    asio::post(loop.io, [&, o] {
+      outcome = o;
+      finished.cancel();
+    });
+  });
+  if (!started) co_return Outcome::refused;
+  while (!outcome)
+    co_await finished.async_wait(as_value);
+  co_return *outcome;
 }
 
-/// Executes a plan; false if the server stopped meanwhile. Not a coroutine itself: it picks which
-/// coroutine the caller awaits, and everything they reference lives in the caller's frame.
-awaitable<bool> execute(Plan& plan, Connection& c, Shared& shared) {
+/// Executes a plan's step where cm::venue() says. Not a coroutine itself: it picks which coroutine
+/// the caller awaits, and everything they reference lives in the caller's frame.
+awaitable<Outcome> execute(const Plan& plan, Connection& c, Loop& loop) {
   // [plan-visit-asio_coro]
-  return std::visit(
-      [&](const auto& step) -> awaitable<bool> {
-        using Step = std::decay_t<decltype(step)>;
-        if constexpr (std::is_same_v<Step, Wait>) {
-          return wait(step.duration, c, shared);  // a timer: the loop serves others meanwhile
-        } else {
-          if (offloaded<Step>(shared.options.offload)) return offload(plan, shared);
-          return perform_here(plan, shared.sleeper);  // Compute (and Now) on the loop itself
-        }
-      },
-      plan);
+  switch (loop.state.venue(plan)) {
+    case Venue::timer:
+      return wait(std::get<Wait>(plan), c);  // a timer in the io_context
+    case Venue::loop:
+      return here(plan, loop.state.sleeper);  // on this loop's thread
+    case Venue::pool:
+      return on_pool(plan, loop);  // asio::thread_pool, then back
+    case Venue::thread:
+      return on_new_thread(plan, loop);  // a thread, posted back
+  }
   // [plan-visit-asio_coro]
+  return here(plan, loop.state.sleeper);
 }
 
 /// Registers a connection with its loop (for stop) and counts it, for as long as it lives.
-class Held {
- public:
-  Held(Connection& c, Loop& loop, Shared& shared) : c_(c), loop_(loop), shared_(shared) {
+struct Held {
+  Held(Connection& c, Loop& loop) : c_(c), loop_(loop) {
     loop_.connections.insert(&c_);
-    ++shared_.open;
+    ++loop_.state.open;
   }
   ~Held() {
     loop_.connections.erase(&c_);
-    --shared_.open;
+    --loop_.state.open;
   }
   Held(const Held&) = delete;
   Held& operator=(const Held&) = delete;
-
- private:
   Connection& c_;
   Loop& loop_;
-  Shared& shared_;
 };
 
 }  // namespace
-
-void CallThreads::start(std::function<void()> work) {
-  std::lock_guard lock(mutex_);
-  if (!reaper_.joinable()) reaper_ = std::thread([this] { reap(); });
-  // NOTE: the new thread reports its end under mutex_, held here until it is in running_.
-  std::thread thread([this, work = std::move(work)] {
-    work();
-    std::lock_guard done(mutex_);
-    finished_.push_back(std::this_thread::get_id());
-    changed_.notify_one();
-  });
-  running_.emplace(thread.get_id(), std::move(thread));
-}
-
-void CallThreads::reap() {
-  std::unique_lock lock(mutex_);
-  for (;;) {
-    changed_.wait(lock, [this] { return !finished_.empty() || (stopping_ && running_.empty()); });
-    if (finished_.empty()) return;  // stopping, and every thread was joined
-    std::vector<std::thread> ended;
-    for (std::thread::id id : finished_) {
-      auto it = running_.find(id);
-      ended.push_back(std::move(it->second));
-      running_.erase(it);
-    }
-    finished_.clear();
-    lock.unlock();
-    for (std::thread& thread : ended)
-      thread.join();  // it returned from its work: only its exit is left
-    lock.lock();
-  }
-}
-
-void CallThreads::join_all() {
-  std::thread reaper;
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-    changed_.notify_one();
-    reaper = std::move(reaper_);
-  }
-  if (reaper.joinable()) reaper.join();
-}
 
 void Loop::close_all() {
   stopping = true;
@@ -233,63 +157,52 @@ void Loop::close_all() {
     c->close();
 }
 
-awaitable<void> accept_loop(Loop& loop, Shared& shared) {
+awaitable<void> accept_loop(Loop& loop) {
   asio::steady_timer backoff(loop.io);
   for (;;) {
     auto [ec, socket] = co_await loop.acceptor.async_accept(as_value);
     if (loop.stopping || !loop.acceptor.is_open()) co_return;
-    if (ec) {
-      // One failed accept is not the server's end. Out of descriptors: the client stays in the
-      // backlog; try again shortly.
-      if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space) {
-        backoff.expires_after(std::chrono::milliseconds(10));
-        co_await backoff.async_wait(as_value);
-      }
+    if (ec) {  // one failed accept is not the server's end; out of fds, pause (cm::accept_backoff)
+      backoff.expires_after(accept_backoff(ec.value()));
+      co_await backoff.async_wait(as_value);
       continue;
     }
-    asio::co_spawn(loop.io, serve_connection(std::move(socket), loop, shared), asio::detached);
+    asio::co_spawn(loop.io, serve_connection(std::move(socket), loop), asio::detached);
   }
 }
 
-awaitable<void> serve_connection(tcp::socket socket, Loop& loop, Shared& shared) {
-  // NOTE: the socket was moved into this frame (a coroutine copies its parameters); `loop` and
-  // `shared` are references, valid because stop() joins every loop before they are destroyed.
+awaitable<void> serve_connection(tcp::socket socket, Loop& loop) {
+  // NOTE: the socket was moved into this frame (a coroutine copies its parameters); `loop` is a
+  // reference, valid because stop() joins every loop before it is destroyed.
   Connection c(std::move(socket));
-  Held held(c, loop, shared);
+  Held held(c, loop);
   if (loop.stopping) co_return;  // accepted just before stop(): close at once
   set_nodelay(c.socket.native_handle());
 
-  Session session(shared.server_name);
+  Session session = loop.state.session(Moment::now());
   std::string out;
-  auto deadline = std::chrono::steady_clock::now() + shared.options.header_timeout;
   for (;;) {
     while (auto plan = session.next()) {
-      if (!co_await execute(*plan, c, shared) || loop.stopping) co_return;
+      const Outcome outcome = co_await execute(*plan, c, loop);
+      if (outcome == Outcome::stopped || loop.stopping) co_return;
       out.clear();
-      session.write_reply(reply_of(*plan), out, std::chrono::system_clock::now());
-      if (auto [ec, n] = co_await asio::async_write(c.socket, asio::buffer(out), as_value); ec) {
-        co_return;  // the client is gone: that ends this connection only
-      }
+      session.write_reply(reply_for(*plan, outcome), out, Moment::now());
+      if (!co_await send(c, out)) co_return;  // the client is gone: that ends this one only
       if (!session.keep_alive()) {
         co_await linger_close(c);
         co_return;
       }
-      deadline = std::chrono::steady_clock::now() + shared.options.header_timeout;
     }
 
-    // More bytes are needed; wait for them, but not past the header timeout.
-    c.timer.expires_at(deadline);
+    // More bytes are needed; wait for them, but not past the header deadline.
+    c.timer.expires_at(session.deadline());
     const auto [ec, n] = co_await receive(c, &session);
-    if (ec == asio::error::timed_out && session.has_partial_request()) {
+    if (ec == asio::error::timed_out) {
       out.clear();
-      session.write_reply(request_timeout(), out, std::chrono::system_clock::now());
-      if (auto [wec, wn] = co_await asio::async_write(c.socket, asio::buffer(out), as_value);
-          !wec) {
-        co_await linger_close(c);
-      }
+      if (session.expire(out, Moment::now()) && co_await send(c, out)) co_await linger_close(c);
       co_return;
     }
-    if (ec) co_return;  // closed by the client, reset, idle past the timeout, or stopping
+    if (ec) co_return;  // closed by the client, reset, or stopping
   }
 }
 

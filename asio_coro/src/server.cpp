@@ -18,13 +18,12 @@
 //   time (for i in $(seq 10); do curl -s -o /dev/null localhost:8080/delay/1000 & done; wait)
 //       # ~1 s: the ten wait together on one thread. With --wait-mode sleep: ~10 s, in turn.
 //
-// Shape: one io_context per thread (`--threads`), each with its own acceptor on its own
+// Shape: one io_context per thread (cm::LoopServer), each with its own acceptor on its own
 // SO_REUSEPORT socket, so the kernel spreads connections over the loops and each loop owns its
 // connections outright: no strand, no lock on the I/O path. Each loop runs accept_loop(), which
-// co_spawns serve_connection() (connection.cpp) per client. stop() interrupts the blocking calls,
-// posts close_all() to every loop (close the acceptor, close every socket, cancel every timer),
-// and joins: a loop's run() returns only once every coroutine on it has finished. Then it
-// destroys the io_contexts, which closes their own descriptors.
+// co_spawns serve_connection() (connection.cpp) per client. Stopping posts close_all() to every
+// loop (close the acceptor, close every socket, cancel every timer); a loop's run() returns only
+// once every coroutine on it has finished.
 
 #include <sys/socket.h>
 
@@ -34,13 +33,10 @@
 #include <boost/system/system_error.hpp>
 
 #include <memory>
-#include <mutex>
 #include <system_error>
-#include <thread>
 #include <vector>
 
-#include "cm/net.hpp"
-#include "cm/server.hpp"
+#include "cm/loop_server.hpp"
 #include "connection.hpp"
 
 // The same sources build `asio_coro` and, for the io_uring backend, `asio_coro_uring`.
@@ -53,94 +49,50 @@
 #define CM_CAT(a, b) CM_CAT2(a, b)
 
 namespace cm::asio_coro {
-
-Shared::Shared(const ServerOptions& o, std::string model)
-    : options(o),
-      server_name(server_header(model)),
-      pool(o.blocking_threads),
-      admission(std::size_t{o.blocking_threads} + o.blocking_queue) {}
-
 namespace {
 
-class AsioServer final : public Server {
+class AsioServer final : public LoopServer {
  public:
-  explicit AsioServer(ServerOptions options) : options_(std::move(options)) {
-    if (options_.threads == 0) options_.threads = default_loop_threads();
-    if (options_.blocking_threads == 0) options_.blocking_threads = 1;
-  }
+  explicit AsioServer(ServerOptions options)
+      : LoopServer(std::move(options), CM_STR(CM_ASIO_MODEL), /*nonblocking=*/true),
+        pool_(state_.options.blocking_threads) {}
   ~AsioServer() override { stop(); }
 
-  void start() override {
+ private:
+  void add_loop(Fd listener) override {
     try {
       // With the io_uring backend the ring is set up here (by the acceptor's service), and the
       // kernel may refuse it: old kernel, io_uring_disabled, seccomp.
-      for (unsigned i = 0; i < options_.threads; ++i)
-        loops_.push_back(std::make_unique<Loop>());
+      loops_.push_back(std::make_unique<Loop>(state_, pool_));
     } catch (const boost::system::system_error& e) {
-      loops_.clear();
 #if defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
       throw ModelUnavailable(e.code(), std::string(model()) + ": io_uring refused by the kernel");
 #else
       throw std::system_error(e.code(), std::string(model()) + ": io_context");
 #endif
     }
-    Listeners listeners = open_listeners(options_.host, options_.port, options_.threads,
-                                         options_.backlog, /*nonblocking=*/true);
-    port_ = listeners.port;
-    shared_ = std::make_unique<Shared>(options_, std::string(model()));
-    for (std::size_t i = 0; i < loops_.size(); ++i) {
-      Loop& loop = *loops_[i];
-      const int fd = listeners.sockets[i].get();
-      int domain = AF_INET;
-      socklen_t size = sizeof domain;
-      ::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &size);
-      boost::system::error_code ec;
-      loop.acceptor.assign(domain == AF_INET6 ? tcp::v6() : tcp::v4(), fd, ec);
-      if (ec) throw std::system_error(ec, "asio acceptor assign");
-      listeners.sockets[i].release();  // the acceptor owns the fd now
-      asio::co_spawn(loop.io, accept_loop(loop, *shared_), asio::detached);
-    }
-    std::lock_guard lock(stop_mutex_);
-    started_ = true;  // first: if a thread cannot be made, stop() still joins those that run
-    for (auto& loop : loops_)
-      threads_.emplace_back([&io = loop->io] { io.run(); });
+    Loop& loop = *loops_.back();
+    int domain = AF_INET;
+    socklen_t size = sizeof domain;
+    ::getsockopt(listener.get(), SOL_SOCKET, SO_DOMAIN, &domain, &size);
+    boost::system::error_code ec;
+    loop.acceptor.assign(domain == AF_INET6 ? tcp::v6() : tcp::v4(), listener.get(), ec);
+    if (ec) throw std::system_error(ec, "asio acceptor assign");
+    listener.release();  // the acceptor owns the fd now
+    asio::co_spawn(loop.io, accept_loop(loop), asio::detached);
   }
-
-  void stop() override {
-    std::lock_guard lock(stop_mutex_);
-    if (!started_ || stopped_) return;
-    shared_->sleeper.interrupt();  // wakes every Block on the pool and every --wait-mode sleep
-    for (auto& loop : loops_)
-      asio::post(loop->io, [&l = *loop] { l.close_all(); });
-    for (auto& thread : threads_)
-      thread.join();  // run() returns: no coroutine is left
-    shared_->pool.join();
-    shared_->call_threads.join_all();  // --offload thread: their handlers ran, so they are ending
+  void run_loop(std::size_t i) override { loops_[i]->io.run(); }  // until no coroutine is left
+  void stop_loop(std::size_t i) override {
+    asio::post(loops_[i]->io, [&loop = *loops_[i]] { loop.close_all(); });
+  }
+  // NOTE: the pool is joined before the loops go: its last completions resume coroutines on them.
+  void stopped() override {
+    pool_.join();
     loops_.clear();  // the io_contexts' own fds (epoll or the ring, eventfd, timerfd)
-    stopped_ = true;
   }
 
-  std::uint16_t port() const override {
-    return port_;
-  }
-  std::size_t open_connections() const override {
-    return shared_ ? shared_->open.load() : 0;
-  }
-  std::string_view model() const override {
-    return CM_STR(CM_ASIO_MODEL);
-  }
-
- private:
-  ServerOptions options_;
-  // NOTE: declared before shared_, so destroyed after it: the pool (in shared_) is joined while
-  // the io_contexts it resumes coroutines on still exist.
+  asio::thread_pool pool_;  ///< where the pool venue runs (Block, and more with --offload pool)
   std::vector<std::unique_ptr<Loop>> loops_;
-  std::unique_ptr<Shared> shared_;
-  std::uint16_t port_ = 0;
-  std::vector<std::thread> threads_;
-  std::mutex stop_mutex_;
-  bool started_ = false;
-  bool stopped_ = false;
 };
 
 }  // namespace

@@ -11,90 +11,63 @@
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <chrono>
 #include <string>
 
-#include "cm/limits.hpp"
 #include "cm/net.hpp"
-#include "cm/session.hpp"
 
 namespace cm::blocking {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 bool send_all(int fd, std::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;  // the client is gone: that ends this connection only
-    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;  // the client is gone: that ends this connection only
     bytes.remove_prefix(static_cast<std::size_t>(n));
   }
   return true;
 }
 
-/// Runs a plan on this thread. Returns false if the server stopped during a sleep.
+/// Runs a plan's step on this thread, whatever it is: there is nowhere else to run it.
 // [plan-visit-blocking]
-bool execute(const Plan& plan, Sleeper& sleeper) {
-  return std::visit(
-      [&](const auto& step) {
-        using Step = std::decay_t<decltype(step)>;
-        if constexpr (std::is_same_v<Step, Wait> || std::is_same_v<Step, Block>) {
-          return sleeper.sleep_for(step.duration);  // the worker sleeps: it serves nobody else
-        } else if constexpr (std::is_same_v<Step, Compute>) {
-          burn_cpu(step.duration);
-          return true;
-        } else {
-          return true;  // Now
-        }
-      },
-      plan);
+Outcome execute(const Plan& plan, ServerState& state) {
+  return perform(plan, state.sleeper);  // Wait and Block sleep the worker: it serves nobody else
 }
 // [plan-visit-blocking]
 
 }  // namespace
 
-void serve_connection(int fd, std::string_view server_name, const ServerOptions& options,
-                      Sleeper& sleeper) {
+void serve_connection(int fd, ServerState& state) {
   set_nodelay(fd);
-  Session session(server_name);
+  Session session = state.session(Moment::now());
   std::string out;
   char buffer[read_buffer_bytes];
-  auto deadline = Clock::now() + options.header_timeout;
 
   for (;;) {
     while (auto plan = session.next()) {
-      if (!execute(*plan, sleeper)) return;  // stopping
+      const Outcome outcome = execute(*plan, state);
+      if (outcome == Outcome::stopped) return;
       out.clear();
-      session.write_reply(reply_of(*plan), out, std::chrono::system_clock::now());
+      session.write_reply(reply_for(*plan, outcome), out, Moment::now());
       if (!send_all(fd, out)) return;
-      if (!session.keep_alive()) {
-        linger_close_blocking(fd);
-        return;
-      }
-      deadline = Clock::now() + options.header_timeout;
+      if (!session.keep_alive()) return linger_close_blocking(fd);
     }
 
-    // More bytes are needed. Wait for them, but not past the header timeout, so an idle or slow
+    // More bytes are needed. Wait for them, but not past the header deadline, so an idle or slow
     // client cannot hold this worker forever.
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(
+        session.deadline() - std::chrono::steady_clock::now());
     pollfd p{fd, POLLIN, 0};
     const int ready = left.count() > 0 ? ::poll(&p, 1, static_cast<int>(left.count())) : 0;
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) {
-      if (session.has_partial_request()) {
-        out.clear();
-        session.write_reply(request_timeout(), out, std::chrono::system_clock::now());
-        if (send_all(fd, out)) linger_close_blocking(fd);
-      }
-      return;  // an idle keep-alive connection is closed without a word
+      out.clear();
+      if (session.expire(out, Moment::now()) && send_all(fd, out)) linger_close_blocking(fd);
+      return;
     }
     const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // closed by the client, reset, or shut down by stop()
-    if (sleeper.interrupted()) return;
+    if (n <= 0 || state.sleeper.interrupted()) return;  // closed, reset, or stop() shut it down
     session.received({buffer, static_cast<std::size_t>(n)});
   }
 }

@@ -16,8 +16,9 @@
 //   for i in $(seq 8); do curl -s localhost:8080/delay/1000 & done; wait   # 2 s: 4 at a time
 //
 // Shape: one acceptor thread accepts a connection whenever a worker is idle and hands it over;
-// `--threads` workers each take one and call serve_connection() (connection.cpp) until it ends. stop() shuts the listening socket
-// (waking accept), interrupts every sleep, shuts every served socket (waking recv), and joins.
+// `--threads` workers each take one and call serve_connection() (connection.cpp) until it ends.
+// stop() shuts the listening socket (waking accept), interrupts every sleep, shuts every served
+// socket (waking recv), and joins.
 
 #include <sys/socket.h>
 
@@ -31,8 +32,7 @@
 #include <vector>
 
 #include "cm/net.hpp"
-#include "cm/server.hpp"
-#include "cm/work.hpp"
+#include "cm/policy.hpp"
 #include "connection.hpp"
 
 namespace cm::blocking {
@@ -42,16 +42,17 @@ constexpr unsigned default_workers = 64;
 
 class BlockingServer final : public Server {
  public:
-  explicit BlockingServer(ServerOptions options) : options_(std::move(options)) {
-    if (options_.threads == 0) options_.threads = default_workers;
-  }
+  explicit BlockingServer(ServerOptions options)
+      : state_(std::move(options), "blocking", default_workers) {}
   ~BlockingServer() override { stop(); }
 
   void start() override {
-    listeners_ = open_listeners(options_.host, options_.port, 1, options_.backlog);
+    const ServerOptions& o = state_.options;
+    listeners_ = open_listeners(o.host, o.port, 1, o.backlog);
     port_ = listeners_.port;
     started_ = true;
-    for (unsigned i = 0; i < options_.threads; ++i) workers_.emplace_back([this] { work(); });
+    for (unsigned i = 0; i < o.threads; ++i)
+      workers_.emplace_back([this] { work(); });
     acceptor_ = std::thread([this] { accept_loop(); });
   }
 
@@ -62,22 +63,24 @@ class BlockingServer final : public Server {
       std::lock_guard lock(mutex_);
       stopping_ = true;
       // Wake every worker blocked in recv()/poll() on a connection it serves.
-      for (int fd : serving_) ::shutdown(fd, SHUT_RDWR);
+      for (int fd : serving_)
+        ::shutdown(fd, SHUT_RDWR);
     }
     ::shutdown(listeners_.sockets.front().get(), SHUT_RDWR);  // wakes accept() with EINVAL
-    sleeper_.interrupt();                                     // wakes every Wait and Block
+    state_.sleeper.interrupt();                               // wakes every Wait and Block
     ready_.notify_all();
     worker_free_.notify_all();
     acceptor_.join();
-    for (auto& worker : workers_) worker.join();
-    open_ -= queue_.size();
+    for (auto& worker : workers_)
+      worker.join();
+    state_.open -= queue_.size();
     queue_.clear();  // connections accepted but never served: closed by ~Fd
     listeners_.sockets.clear();
     stopped_ = true;
   }
 
   std::uint16_t port() const override { return port_; }
-  std::size_t open_connections() const override { return open_.load(); }
+  std::size_t open_connections() const override { return state_.open.load(); }
   std::string_view model() const override { return "blocking"; }
 
  private:
@@ -95,18 +98,15 @@ class BlockingServer final : public Server {
       const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) {
         if (stopping()) return;
-        if (errno == EMFILE || errno == ENFILE) {
-          // Out of descriptors: the connection stays in the backlog; try again shortly.
-          std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
-        continue;  // EINTR, ECONNABORTED, ...: one failed accept is not the server's end
+        std::this_thread::sleep_for(accept_backoff(errno));  // one failure is not the server's end
+        continue;
       }
       std::lock_guard lock(mutex_);
       if (stopping_) {
         ::close(fd);
         return;
       }
-      ++open_;
+      ++state_.open;
       queue_.emplace_back(fd);
       ready_.notify_one();
     }
@@ -126,13 +126,13 @@ class BlockingServer final : public Server {
         queue_.pop_front();
         serving_.insert(connection.get());
       }
-      serve_connection(connection.get(), name_, options_, sleeper_);
+      serve_connection(connection.get(), state_);
       {
         std::lock_guard lock(mutex_);
         serving_.erase(connection.get());
       }
       connection.reset();
-      --open_;
+      --state_.open;
     }
   }
 
@@ -141,26 +141,23 @@ class BlockingServer final : public Server {
     return stopping_;
   }
 
-  ServerOptions options_;
-  const std::string name_ = server_header("blocking");
+  ServerState state_;
   Listeners listeners_;
   std::uint16_t port_ = 0;
   std::thread acceptor_;
   std::vector<std::thread> workers_;
-  Sleeper sleeper_;
 
-  std::mutex mutex_;                 // guards the members below
-  std::condition_variable ready_;    // a connection was queued (or stopping)
+  std::mutex mutex_;                     // guards the members below
+  std::condition_variable ready_;        // a connection was queued (or stopping)
   std::condition_variable worker_free_;  // a worker became idle (or stopping)
-  std::deque<Fd> queue_;             // accepted, handed to an idle worker
-  std::size_t idle_ = 0;             // workers waiting for a connection
-  std::unordered_set<int> serving_; // fds a worker is serving now
+  std::deque<Fd> queue_;                 // accepted, handed to an idle worker
+  std::size_t idle_ = 0;                 // workers waiting for a connection
+  std::unordered_set<int> serving_;      // fds a worker is serving now
   bool stopping_ = false;
 
   std::mutex stop_mutex_;
   bool started_ = false;
   bool stopped_ = false;
-  std::atomic<std::size_t> open_{0};
 };
 
 }  // namespace

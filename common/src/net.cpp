@@ -15,6 +15,7 @@
 #include <system_error>
 
 #include "cm/limits.hpp"
+#include "cm/policy.hpp"
 
 namespace cm {
 namespace {
@@ -74,8 +75,8 @@ Fd bound_socket(const Address& a, bool reuseport, bool nonblocking, const std::s
 
 }  // namespace
 
-Listeners open_listeners(const std::string& host, std::uint16_t port, unsigned count,
-                         int backlog, bool nonblocking) {
+Listeners open_listeners(const std::string& host, std::uint16_t port, unsigned count, int backlog,
+                         bool nonblocking) {
   if (count == 0) count = 1;
   Address address = resolve(host, port);
   const std::string name = host + ":" + std::to_string(port);
@@ -91,9 +92,9 @@ Listeners open_listeners(const std::string& host, std::uint16_t port, unsigned c
     if (::getsockname(probe.get(), reinterpret_cast<sockaddr*>(&bound), &size) != 0) {
       fail("getsockname");
     }
-    result.port = ntohs(address.family == AF_INET6
-                            ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
-                            : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    result.port =
+        ntohs(address.family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                         : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   }
   set_port(address, result.port);
   const std::string bound_name = host + ":" + std::to_string(result.port);
@@ -112,18 +113,28 @@ void set_nodelay(int fd) noexcept {
 
 void linger_close_blocking(int fd) noexcept {
   ::shutdown(fd, SHUT_WR);
-  const auto deadline = std::chrono::steady_clock::now() + linger_timeout;
-  std::size_t drained = 0;
+  Linger linger(std::chrono::steady_clock::now());
   char sink[4096];
-  while (drained < linger_max_bytes) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) break;
+  for (;;) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(
+        linger.deadline() - std::chrono::steady_clock::now());
     pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) return;
     const ssize_t n = ::recv(fd, sink, sizeof sink, MSG_DONTWAIT);
-    if (n <= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR))) break;  // EOF or error
-    if (n > 0) drained += static_cast<std::size_t>(n);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (!linger.more(n)) return;
+  }
+}
+
+std::chrono::milliseconds accept_backoff(int error) noexcept {
+  switch (error) {
+    case EMFILE:
+    case ENFILE:
+    case ENOBUFS:
+    case ENOMEM:
+      return std::chrono::milliseconds(10);
+    default:
+      return std::chrono::milliseconds(0);
   }
 }
 

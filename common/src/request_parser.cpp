@@ -12,10 +12,22 @@
 
 #include <llhttp.h>
 
-#include <algorithm>
 #include <strings.h>
+#include <algorithm>
 
 namespace cm {
+
+std::string_view Request::path() const {
+  std::string_view t = std::string_view(target).substr(0, target.find('?'));
+  // absolute-form (RFC 9112 3.2.2): "http://host:8080/delay/5" routes as "/delay/5".
+  for (std::string_view scheme : {"http://", "https://"}) {
+    if (t.size() >= scheme.size() && ::strncasecmp(t.data(), scheme.data(), scheme.size()) == 0) {
+      const std::size_t slash = t.find('/', scheme.size());
+      return slash == std::string_view::npos ? "/" : t.substr(slash);
+    }
+  }
+  return t;
+}
 
 std::string_view Request::header(std::string_view name) const {
   for (const auto& [field, value] : headers) {
@@ -105,6 +117,7 @@ std::size_t RequestParser::feed(std::string_view bytes) {
       return feed_head(bytes);
     case State::body:
       return feed_body(bytes);
+    case State::expect:
     case State::complete:
     case State::failed:
       return 0;
@@ -137,8 +150,27 @@ std::size_t RequestParser::feed_head(std::string_view bytes) {
     return consumed;
   }
   llhttp_resume(&impl_->parser);
+  if (p.http_major == 1 && p.http_minor == 1 && !impl_->request.header("Expect").empty()) {
+    state_ = State::expect;  // the Session decides (100 Continue, 417, or a refusal) first
+    return consumed;
+  }
   state_ = State::body;
   return consumed + feed_body(bytes.substr(consumed));
+}
+
+const Request& RequestParser::head() const {
+  return impl_->request;
+}
+
+void RequestParser::continue_body() {
+  if (state_ != State::expect) return;
+  state_ = State::body;
+  feed_body({});  // a request without a body completes here, as it would have after its head
+}
+
+bool RequestParser::body_follows() const {
+  const llhttp_t& p = impl_->parser;
+  return (p.flags & F_CHUNKED) || ((p.flags & F_CONTENT_LENGTH) && p.content_length > 0);
 }
 
 std::size_t RequestParser::feed_body(std::string_view bytes) {

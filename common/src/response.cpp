@@ -7,7 +7,8 @@
 namespace cm {
 
 std::string_view http_date(std::chrono::system_clock::time_point now) {
-  // NOTE: one cache per thread, so no lock: each event loop or worker formats at most once a second.
+  // NOTE: one cache per thread, so no lock: each event loop or worker formats at most once a
+  // second.
   struct Cache {
     std::time_t second = -1;
     char text[64] = {};
@@ -25,7 +26,7 @@ std::string_view http_date(std::chrono::system_clock::time_point now) {
 }
 
 void serialize(const Reply& reply, std::string_view server_name, Persistence persistence,
-               std::chrono::system_clock::time_point now, std::string& out) {
+               std::chrono::system_clock::time_point now, std::string& out, bool with_body) {
   out.reserve(out.size() + 192 + reply.body.size());
   out += "HTTP/1.1 ";
   out += std::to_string(reply.status);
@@ -52,7 +53,7 @@ void serialize(const Reply& reply, std::string_view server_name, Persistence per
     out += "Connection: keep-alive\r\n";
   }
   out += "\r\n";
-  out += reply.body;
+  if (with_body) out += reply.body;
 }
 
 }  // namespace cm

@@ -2,6 +2,9 @@
 
 #include "cm/routes.hpp"
 
+#include <strings.h>
+
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <optional>
@@ -32,6 +35,12 @@ std::optional<std::uint64_t> parse_bounded(std::string_view digits, std::uint64_
   return value;
 }
 
+/// GET routes answer HEAD too (RFC 9110 9.3.2): the same reply, its body left out on the wire.
+bool get_or_head(const Request& req) {
+  return req.method == "GET" || req.method == "HEAD";
+}
+constexpr std::string_view allow_get = "GET, HEAD";
+
 Reply method_not_allowed(std::string_view allow) {
   Reply r = text(405, "method not allowed\n");
   r.headers.emplace_back("Allow", std::string(allow));
@@ -42,7 +51,7 @@ Reply method_not_allowed(std::string_view allow) {
 template <typename MakePlan>
 Plan numeric_route(const Request& req, std::string_view arg, std::uint64_t max,
                    std::string_view what, MakePlan make) {
-  if (req.method != "GET") return Now{method_not_allowed("GET")};
+  if (!get_or_head(req)) return Now{method_not_allowed(allow_get)};
   const auto value = parse_bounded(arg, max);
   if (!value) {
     return Now{text(400, std::string(what) + " must be decimal digits from 0 to " +
@@ -58,7 +67,7 @@ Plan plan(const Request& req) {
   constexpr std::string_view delay = "/delay/", block = "/block/", cpu = "/cpu/";
 
   if (path == "/plaintext") {
-    if (req.method != "GET") return Now{method_not_allowed("GET")};
+    if (!get_or_head(req)) return Now{method_not_allowed(allow_get)};
     return Now{text(200, "Hello, World!")};
   }
   if (path == "/echo") {
@@ -86,10 +95,37 @@ Plan plan(const Request& req) {
                          });
   }
   if (path == "/delay" || path == "/block" || path == "/cpu") {
-    return Now{text(400, std::string(path.substr(1)) + " needs a number: " + std::string(path) +
-                             "/{n}\n")};
+    return Now{text(
+        400, std::string(path.substr(1)) + " needs a number: " + std::string(path) + "/{n}\n")};
   }
   return Now{text(404, "not found\n")};
+}
+
+std::optional<Reply> refuse_head(const Request& req) {
+  if (req.version_major != 1 || req.version_minor > 1) {
+    Reply r = protocol_error(505, "HTTP/" + std::to_string(req.version_major) + "." +
+                                      std::to_string(req.version_minor) +
+                                      " is not supported: HTTP/1.0 and HTTP/1.1 are");
+    return r;
+  }
+  if (req.version_minor == 1) {
+    const auto hosts = std::count_if(req.headers.begin(), req.headers.end(), [](const auto& h) {
+      return h.first.size() == 4 && ::strncasecmp(h.first.data(), "Host", 4) == 0;
+    });
+    if (hosts != 1) return protocol_error(400, "an HTTP/1.1 request needs exactly one Host header");
+    const std::string_view expect = req.header("Expect");
+    if (!expect.empty() &&
+        !(expect.size() == 12 && ::strncasecmp(expect.data(), "100-continue", 12) == 0)) {
+      return protocol_error(417, "the only expectation this server meets is 100-continue");
+    }
+  }
+  return std::nullopt;
+}
+
+Reply continue_reply() {
+  Reply r;
+  r.status = 100;
+  return r;
 }
 
 const Reply& reply_of(const Plan& p) {
@@ -119,16 +155,32 @@ Reply protocol_error(int status, std::string reason) {
 
 std::string_view reason_phrase(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 413: return "Content Too Large";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Unknown";
+    case 100:
+      return "Continue";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Content Too Large";
+    case 417:
+      return "Expectation Failed";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Unknown";
   }
 }
 

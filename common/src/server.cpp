@@ -19,7 +19,9 @@ unsigned default_loop_threads() {
   return hw ? hw : 1;
 }
 
-std::string server_header(std::string_view model) { return "cm-" + std::string(model); }
+std::string server_header(std::string_view model) {
+  return "cm-" + std::string(model);
+}
 
 std::string_view to_string(WaitMode mode) {
   return mode == WaitMode::timer ? "timer" : "sleep";
@@ -27,10 +29,14 @@ std::string_view to_string(WaitMode mode) {
 
 std::string_view to_string(Offload offload) {
   switch (offload) {
-    case Offload::standard: return "standard";
-    case Offload::inline_: return "inline";
-    case Offload::pool: return "pool";
-    case Offload::thread: return "thread";
+    case Offload::standard:
+      return "standard";
+    case Offload::inline_:
+      return "inline";
+    case Offload::pool:
+      return "pool";
+    case Offload::thread:
+      return "thread";
   }
   return "?";
 }

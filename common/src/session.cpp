@@ -4,8 +4,12 @@
 
 namespace cm {
 
-Session::Session(std::string_view server_name, Limits limits)
-    : server_name_(server_name), parser_(limits) {}
+Session::Session(std::string_view server_name, std::chrono::milliseconds header_timeout, Moment now,
+                 Limits limits)
+    : server_name_(server_name),
+      header_timeout_(header_timeout),
+      deadline_(now.steady + header_timeout),
+      parser_(limits) {}
 
 void Session::received(std::string_view bytes) {
   if (done_) return;  // after a closing reply the rest is drained, not parsed
@@ -16,21 +20,45 @@ void Session::received(std::string_view bytes) {
   pending_.append(bytes);
 }
 
+std::optional<Plan> Session::refuse(Reply reply) {
+  done_ = true;
+  request_keep_alive_ = false;
+  reply.close = true;
+  return Now{std::move(reply)};
+}
+
 std::optional<Plan> Session::next() {
   if (done_) return std::nullopt;
   for (;;) {
     switch (parser_.state()) {
+      case RequestParser::State::expect: {
+        // The head asked before sending its body. Refuse it now, unread, if it will be refused
+        // (RFC 9110 10.1.1); otherwise ask for the body with a 100 Continue, if one follows.
+        const Request& head = parser_.head();
+        request_head_ = head.head();
+        request_http10_ = false;
+        if (auto refusal = refuse_head(head)) return refuse(std::move(*refusal));
+        Plan provisional = plan(head);
+        if (std::holds_alternative<Now>(provisional) && reply_of(provisional).status >= 400) {
+          return refuse(std::move(reply_of(provisional)));
+        }
+        const bool ask = parser_.body_follows();
+        parser_.continue_body();
+        if (!ask) continue;  // no body to ask for: the request is whole already
+        interim_ = true;
+        return Now{continue_reply()};
+      }
       case RequestParser::State::complete: {
         Request request = parser_.take();
         request_keep_alive_ = request.keep_alive;
         request_http10_ = request.version_major == 1 && request.version_minor == 0;
+        request_head_ = request.head();
+        if (auto refusal = refuse_head(request)) return refuse(std::move(*refusal));
         if (!request_keep_alive_) done_ = true;
         return plan(request);
       }
       case RequestParser::State::failed:
-        done_ = true;
-        request_keep_alive_ = false;
-        return Now{protocol_error(parser_.error().status, parser_.error().reason)};
+        return refuse(protocol_error(parser_.error().status, parser_.error().reason));
       default:
         break;
     }
@@ -39,19 +67,30 @@ std::optional<Plan> Session::next() {
   }
 }
 
-void Session::write_reply(const Reply& reply, std::string& out,
-                          std::chrono::system_clock::time_point now) {
+void Session::write_reply(const Reply& reply, std::string& out, Moment now) {
+  deadline_ = now.steady + header_timeout_;
+  if (interim_) {  // 100 Continue: the same request goes on, its body comes next
+    interim_ = false;
+    out += "HTTP/1.1 100 Continue\r\n\r\n";
+    return;
+  }
   keep_alive_ = request_keep_alive_ && !reply.close;
   if (!keep_alive_) done_ = true;
-  const Persistence persistence = !keep_alive_     ? Persistence::close
+  const Persistence persistence = !keep_alive_      ? Persistence::close
                                   : request_http10_ ? Persistence::keep_alive_explicit
                                                     : Persistence::keep_alive;
-  serialize(reply, server_name_, persistence, now, out);
+  serialize(reply, server_name_, persistence, now.wall, out, /*with_body=*/!request_head_);
+}
+
+bool Session::expire(std::string& out, Moment now) {
+  if (!has_partial_request()) return false;  // idle keep-alive: closed without a word
+  request_keep_alive_ = false;
+  write_reply(request_timeout(), out, now);
+  return true;
 }
 
 bool Session::has_partial_request() const {
-  return parser_.state() == RequestParser::State::head ||
-         parser_.state() == RequestParser::State::body || parsed_ < pending_.size();
+  return parser_.state() != RequestParser::State::idle || parsed_ < pending_.size();
 }
 
 }  // namespace cm

@@ -1,8 +1,10 @@
-// work.cpp -- Block and Compute, as a thread performs them.
+// work.cpp -- where a step runs, what it does on a thread, and the threads of --offload thread.
 
 #include "cm/work.hpp"
 
 #include <time.h>
+
+#include <system_error>
 
 namespace cm {
 namespace {
@@ -13,11 +15,35 @@ std::chrono::nanoseconds thread_cpu_time() noexcept {
 }
 }  // namespace
 
+Venue venue(const Plan& plan, WaitMode wait_mode, Offload offload) noexcept {
+  if (std::holds_alternative<Wait>(plan)) {
+    return wait_mode == WaitMode::sleep ? Venue::loop : Venue::timer;
+  }
+  if (reply_of(plan).status < 200) return Venue::loop;  // 100 Continue: nothing to do
+  switch (offload) {
+    case Offload::standard:
+      return std::holds_alternative<Block>(plan) ? Venue::pool : Venue::loop;
+    case Offload::inline_:
+      return Venue::loop;
+    case Offload::pool:
+      return Venue::pool;
+    case Offload::thread:
+      return Venue::thread;
+  }
+  return Venue::loop;
+}
+
+const Reply& reply_for(const Plan& plan, Outcome outcome) {
+  static const Reply refused = service_unavailable();
+  return outcome == Outcome::refused ? refused : reply_of(plan);
+}
+
 void burn_cpu(std::chrono::microseconds duration) noexcept {
   const auto end = thread_cpu_time() + duration;
   volatile std::uint64_t sink = 0;
   while (thread_cpu_time() < end) {
-    for (int i = 0; i < 64; ++i) sink = sink * 6364136223846793005ULL + 1442695040888963407ULL;
+    for (int i = 0; i < 64; ++i)
+      sink = sink * 6364136223846793005ULL + 1442695040888963407ULL;
   }
 }
 
@@ -37,10 +63,65 @@ void Sleeper::interrupt() {
   cv_.notify_all();
 }
 
-bool perform(const Plan& plan, Sleeper& sleeper) {
-  if (const auto* block = std::get_if<Block>(&plan)) return sleeper.sleep_for(block->duration);
+Outcome perform(const Plan& plan, Sleeper& sleeper) {
+  bool ok = true;
+  if (const auto* wait = std::get_if<Wait>(&plan)) ok = sleeper.sleep_for(wait->duration);
+  if (const auto* block = std::get_if<Block>(&plan)) ok = sleeper.sleep_for(block->duration);
   if (const auto* compute = std::get_if<Compute>(&plan)) burn_cpu(compute->duration);
+  return ok ? Outcome::done : Outcome::stopped;
+}
+
+bool CallThreads::start(const Plan& plan, Sleeper& sleeper, std::function<void(Outcome)> resume) {
+  std::lock_guard lock(mutex_);
+  try {
+    if (!reaper_.joinable()) reaper_ = std::thread([this] { reap(); });
+    // NOTE: the new thread reports its end under mutex_, held here until it is in running_.
+    std::thread thread([this, &plan, &sleeper, resume = std::move(resume)] {
+      resume(perform(plan, sleeper));  // `plan` lives with the caller until resume() ran
+      std::lock_guard done(mutex_);
+      finished_.push_back(std::this_thread::get_id());
+      changed_.notify_one();
+    });
+    running_.emplace(thread.get_id(), std::move(thread));
+  } catch (const std::system_error&) {  // EAGAIN: the system has no thread to give
+    return false;
+  }
   return true;
+}
+
+void CallThreads::reap() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [this] { return !finished_.empty() || (stopping_ && running_.empty()); });
+    if (finished_.empty()) return;  // stopping, and every thread was joined
+    std::vector<std::thread> ended;
+    for (std::thread::id id : finished_) {
+      auto it = running_.find(id);
+      ended.push_back(std::move(it->second));
+      running_.erase(it);
+    }
+    finished_.clear();
+    lock.unlock();
+    for (std::thread& thread : ended)
+      thread.join();  // it returned from its work: only its exit is left
+    lock.lock();
+  }
+}
+
+void CallThreads::join_all() {
+  std::thread reaper;
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    changed_.notify_one();
+    reaper = std::move(reaper_);
+  }
+  if (reaper.joinable()) reaper.join();
+}
+
+std::size_t CallThreads::running() const {
+  std::lock_guard lock(mutex_);
+  return running_.size();
 }
 
 }  // namespace cm

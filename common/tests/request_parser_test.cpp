@@ -84,7 +84,8 @@ TEST(RequestParser, EveryGoldenSplitAtEveryOffset) {
 TEST(RequestParser, EveryGoldenByteByByte) {
   for (const auto& g : goldens()) {
     std::vector<std::string> bytes;
-    for (char c : g.bytes) bytes.emplace_back(1, c);
+    for (char c : g.bytes)
+      bytes.emplace_back(1, c);
     RequestParser parser;
     auto done = parse_all(parser, bytes);
     ASSERT_EQ(done.size(), 1u) << g.name;
@@ -106,7 +107,8 @@ TEST(RequestParser, KeepAliveGoldensPipelinedInOneBufferAndSplitAtEveryOffset) {
     RequestParser parser;
     auto done = parse_all(parser, {all.substr(0, cut), all.substr(cut)});
     ASSERT_EQ(done.size(), chain.size()) << "cut at " << cut;
-    for (std::size_t i = 0; i < done.size(); ++i) expect_matches(done[i], chain[i], "pipelined");
+    for (std::size_t i = 0; i < done.size(); ++i)
+      expect_matches(done[i], chain[i], "pipelined");
   }
 }
 
@@ -183,10 +185,11 @@ TEST(RequestParser, ChunkedBodyOverTheLimitIs413) {
 }
 
 TEST(RequestParser, MalformedIs400) {
-  for (const char* bad : {"HELLO\r\n\r\n", "GET / HTTP/7.0\r\n\r\n", "GET / HTTP/1.1\r\nNo colon\r\n\r\n",
-                          "POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n",
-                          "POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
-                          "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"}) {
+  for (const char* bad :
+       {"HELLO\r\n\r\n", "GET / HTTP/7.0\r\n\r\n", "GET / HTTP/1.1\r\nNo colon\r\n\r\n",
+        "POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n",
+        "POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+        "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"}) {
     RequestParser parser;
     parser.feed(bad);
     ASSERT_EQ(parser.state(), RequestParser::State::failed) << bad;

@@ -187,9 +187,9 @@ void BM_core_serialize(benchmark::State& state) {
 }
 
 /// One request through a Session as every model drives it, clock read included:
-/// received(bytes) -> next() -> write_reply(reply, out, system_clock::now()).
+/// received(bytes) -> next() -> write_reply(reply, out, Moment::now()).
 void BM_core_session_round(benchmark::State& state) {
-  cm::Session session("cm-micro");
+  cm::Session session("cm-micro", std::chrono::seconds(10), cm::Moment::now());
   std::string out;
   for (auto _ : state) {
     session.received(delay_request);
@@ -199,7 +199,7 @@ void BM_core_session_round(benchmark::State& state) {
       return;
     }
     out.clear();
-    session.write_reply(cm::reply_of(*plan), out, std::chrono::system_clock::now());
+    session.write_reply(cm::reply_of(*plan), out, cm::Moment::now());
     benchmark::DoNotOptimize(out.data());
   }
   state.SetItemsProcessed(state.iterations());

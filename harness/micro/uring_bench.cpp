@@ -38,6 +38,7 @@
 #include "cm/uring/pool.hpp"
 #include "cm/uring/ring.hpp"
 #include "cm/uring/task.hpp"
+#include "cm/work.hpp"
 #endif
 
 namespace {
@@ -214,37 +215,41 @@ void BM_uring_await_child(benchmark::State& state) {
   run_on_ring(state, await_children);
 }
 
-/// The model's --offload thread: uring::on_new_thread, a std::thread per call that Ring::post()s
-/// the coroutine back (the ring's eventfd wakes run_once) and is joined when it resumes.
-uring::Task<void> thread_round_trips(uring::Ring& ring, benchmark::State& state) {
-  std::atomic<long> ran{0};
-  for (auto _ : state) {
-    if (!co_await uring::on_new_thread(ring, [&ran] { ran.fetch_add(1); })) {
-      state.SkipWithError("no thread could be started");
-      co_return;
-    }
+/// The model's --offload thread: cm::CallThreads, a std::thread per call whose resume hook
+/// Ring::post()s the coroutine back (the ring's eventfd wakes run_once); a reaper joins it.
+struct ViaCallThread {
+  uring::Ring& ring;
+  cm::CallThreads& threads;
+  cm::Sleeper& sleeper;
+  const cm::Plan& plan;
+  bool await_ready() const noexcept { return false; }
+  bool await_suspend(std::coroutine_handle<> waiter) {
+    return threads.start(plan, sleeper, [this, waiter](cm::Outcome) { ring.post(waiter); });
   }
-  if (ran != state.iterations()) state.SkipWithError("an offloaded call did not run");
-  state.SetItemsProcessed(state.iterations());
-}
+  void await_resume() const noexcept {}
+};
 
 void BM_offload_uring_thread(benchmark::State& state) {
-  run_on_ring(state, thread_round_trips);
+  cm::CallThreads threads;
+  cm::Sleeper sleeper;
+  const cm::Plan plan = cm::Now{};
+  run_on_ring(state, [&](uring::Ring& ring, benchmark::State& s) -> uring::Task<void> {
+    for (auto _ : s)
+      co_await ViaCallThread{ring, threads, sleeper, plan};
+    s.SetItemsProcessed(s.iterations());
+  });
+  threads.join_all();
 }
 
 /// The model's pool: uring::Pool of ServerOptions::blocking_threads workers, each job posting its
 /// coroutine back onto the ring it came from.
 void BM_offload_uring_pool(benchmark::State& state) {
   const cm::ServerOptions options;
-  uring::Pool pool(options.blocking_threads, options.blocking_threads + options.blocking_queue);
+  uring::Pool pool(options.blocking_threads);
   run_on_ring(state, [&pool](uring::Ring& ring, benchmark::State& s) -> uring::Task<void> {
     std::atomic<long> ran{0};
-    for (auto _ : s) {
-      if (!co_await pool.run(ring, [&ran] { ran.fetch_add(1); })) {
-        s.SkipWithError("the pool refused a job");
-        co_return;
-      }
-    }
+    for (auto _ : s)
+      co_await pool.run(ring, [&ran] { ran.fetch_add(1); });
     if (ran != s.iterations()) s.SkipWithError("an offloaded call did not run");
     s.SetItemsProcessed(s.iterations());
   });

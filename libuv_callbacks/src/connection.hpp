@@ -5,76 +5,46 @@
 
 #include <uv.h>
 
-#include <atomic>
-#include <chrono>
-#include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cm/fd.hpp"
 #include "cm/libuv_callbacks/server.hpp"
-#include "cm/limits.hpp"
-#include "cm/routes.hpp"
-#include "cm/session.hpp"
-#include "cm/work.hpp"
+#include "cm/policy.hpp"
+#include "cm/server_state.hpp"
 
 namespace cm::libuv_callbacks {
 
 class Connection;
 
-/// What every loop of one server shares: the options and the thread-safe parts.
-struct Shared {
-  explicit Shared(ServerOptions server_options)
-      : options(std::move(server_options)),
-        admission(std::size_t{options.blocking_threads} + options.blocking_queue) {}
-
-  ServerOptions options;
-  const std::string name = server_header("libuv_callbacks");  ///< outlives every Session
-  Sleeper sleeper;                   ///< every Block, and the sleep anti-pattern, sleep here
-  Admission admission;               ///< Block (and more with --offload pool) in the pool
-  std::atomic<std::size_t> open{0};  ///< connections held, on every loop
-};
-
-/// One uv_loop_t with its listening socket, run by one thread. Everything here but what `mutex`
-/// guards is touched by the loop thread only (or before that thread starts).
+/// One uv_loop_t with its listening socket, run by one thread. Only that thread touches it (or
+/// the one that sets it up, before), except for what `mutex` guards and uv_async_send(&wake).
 struct Loop {
-  /// uv_loop_init; throws std::system_error if libuv cannot make a loop.
-  explicit Loop(Shared& shared);
-  /// A loop that never ran (start() failed half-way) closes its handles here.
-  ~Loop();
-  Loop(const Loop&) = delete;
-  Loop& operator=(const Loop&) = delete;
+  explicit Loop(ServerState& state);  ///< uv_loop_init; throws std::system_error
+  ~Loop();                            ///< a loop that never ran closes its handles here
+  void listen(Fd socket);             ///< uv_tcp_open + uv_listen; throws std::system_error
+  void run();                         ///< the loop thread: uv_run, then uv_loop_close
+  void post(Connection* connection);  ///< from a call thread: resume `connection` on the loop
+  void request_stop();                ///< from any thread: close everything, let uv_run return
 
-  /// Takes over a listening socket (uv_tcp_open) and starts listening; throws std::system_error.
-  void listen(Fd socket);
-  /// The loop thread: uv_run until every handle is closed, then uv_loop_close into `report`.
-  void run();
-  /// From an offload thread: `connection` finished its work; the loop picks it up in on_wake.
-  void post_finished(Connection* connection);
-  /// From any thread: close the listener and every connection, then let uv_run return.
-  void request_stop();
-
-  Shared& shared;
+  ServerState& state;
   uv_loop_t uv{};
   uv_tcp_t listener{};
-  uv_async_t wake{};                  ///< stop(), and offload threads that finished
-  std::mutex mutex;                   ///< guards the two below
-  std::vector<Connection*> finished;  ///< written by offload threads, drained by on_wake
-  bool stop_requested = false;        ///< written by stop(), read by on_wake
-  unsigned threads_running = 0;       ///< offload threads not yet joined
-  bool stopping = false;              ///< the listener and the connections are closing
-  bool closed = false;                ///< uv_loop_close() was called
-  LoopReport report;                  ///< how uv_loop_close() went, for tests
+  uv_async_t wake{};                  ///< stop(), and call threads that finished
+  std::mutex mutex;                   ///< guards `finished` and `stop_requested`
+  std::vector<Connection*> finished;  ///< posted by call threads, resumed by the wake callback
+  bool stop_requested = false;
+  unsigned threads_away = 0;  ///< call threads not yet posted back: `wake` stays open for them
+  bool stopping = false;      ///< the listener and the connections are closing
+  bool closed = false;        ///< uv_loop_close() was called
+  LoopReport report;          ///< how uv_loop_close() went, for tests
   std::thread thread;
-  /// NOTE: one read buffer per loop is enough. libuv calls alloc and then read, one read at a
-  /// time, on this thread, and on_read copies the bytes into the Session before it returns.
+  /// NOTE: one read buffer per loop is enough: libuv calls alloc then read, one read at a time,
+  /// on this thread, and on_read copies the bytes into the Session before it returns.
   char read_buffer[read_buffer_bytes];
-
- private:
-  static void on_wake(uv_async_t* wake);
-  void close_loop();
 };
 
 /// One accepted connection. Lives from on_connection() to the close callback of its last handle.
@@ -82,59 +52,49 @@ class Connection {
  public:
   /// The listener's callback: accepts one connection and starts reading its first request.
   static void on_connection(uv_stream_t* listener, int status);
-  /// Ends the connection: closes its handles now, or when its offloaded work comes back.
+  /// Ends the connection: closes its handles now, or when its offloaded step comes back.
   void close();
-  /// On the loop, after an offload thread posted this connection: joins it and answers.
-  void thread_done();
+  /// On the loop, after a call thread posted this connection back: answers with its outcome.
+  void resume_from_thread() { resume(outcome_); }
 
  private:
   explicit Connection(Loop& loop);
-  ~Connection();
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
-
+  ~Connection() { --loop_.state.open; }
   uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&tcp_); }
-  const ServerOptions& options() const { return loop_.shared.options; }
-  void await_request();
-  bool start_next();
+  void read();
+  void wait_for_request();
+  void start_next();
   void execute();
   void wait(std::chrono::milliseconds duration);
   void queue_work();
   void start_thread();
-  void offload_done(bool ok);
-  void answer(const Reply& reply);
+  void resume(Outcome outcome);
+  void send();
   void linger();
-  void close_handles();
-
-  static void on_alloc(uv_handle_t* handle, std::size_t suggested, uv_buf_t* buf);
   static void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
-  static void on_header_timeout(uv_timer_t* timer);
   static void on_wait_timer(uv_timer_t* timer);
-  static void on_work(uv_work_t* work);
-  static void on_work_done(uv_work_t* work, int status);
   static void on_written(uv_write_t* write, int status);
-  static void on_shutdown(uv_shutdown_t* shutdown, int status);
-  static void on_linger_timeout(uv_timer_t* timer);
-  static void on_closed(uv_handle_t* handle);
 
-  enum class Away : std::uint8_t { no, pool, thread };  ///< where the plan's work is running
+  enum class Away : std::uint8_t { no, pool, thread };  ///< where the plan's step is running
 
   Loop& loop_;
   uv_tcp_t tcp_{};            ///< the socket
-  uv_timer_t timer_{};        ///< header timeout, then the Wait, then the linger deadline
+  uv_timer_t timer_{};        ///< header deadline, then the Wait, then the linger deadline
   uv_write_t write_{};        ///< the response being written (one at a time)
   uv_shutdown_t shutdown_{};  ///< the half-close of a lingering close
-  uv_work_t work_{};          ///< a plan in libuv's thread pool
-  std::thread thread_;        ///< a plan on its own thread (--offload thread)
+  uv_work_t work_{};          ///< a step in libuv's thread pool
   Session session_;
-  Plan plan_;        ///< the request being answered, with its reply
-  std::string out_;  ///< the response bytes; NOTE: unchanged until on_written
-  std::chrono::steady_clock::time_point deadline_;  ///< when the Wait may be answered
-  std::size_t lingered_ = 0;                        ///< bytes discarded while lingering
-  int handles_open_ = 2;  ///< tcp_ and timer_: freed when both close callbacks ran
+  Plan plan_;                     ///< the request being answered, with its reply
+  std::string out_;               ///< the response bytes; NOTE: unchanged until on_written
+  std::optional<Linger> linger_;  ///< set once a closing reply was written
+  Admission::Ticket ticket_;      ///< the pool slot of a step in the pool
+  std::chrono::steady_clock::time_point wait_until_;  ///< when the Wait may be answered
+  Outcome outcome_ = Outcome::done;  ///< written by the pool or a call thread, read after
+  int handles_open_ = 2;             ///< tcp_ and timer_: freed when both close callbacks ran
   Away away_ = Away::no;
-  bool work_ok_ = false;  ///< written by the offloaded work, read on the loop after it
-  bool lingering_ = false;
+  bool serving_ = false;      ///< a request is being answered: new input waits in the Session
+  bool reading_ = false;      ///< uv_read_start is in effect
+  bool peer_closed_ = false;  ///< EOF came while serving: answer, then close
   bool closing_ = false;
 };
 

@@ -10,30 +10,24 @@
 //
 // What it needs: libuv >= 1.44 (Debian's libuv1-dev). 1.44 has no UV_TCP_REUSEPORT, so each loop's
 // listening socket is made with SO_REUSEPORT by cm::open_listeners and handed over with
-// uv_tcp_open.
+// uv_tcp_open. libuv accepts on its own: it drains the backlog on each readiness, and when out of
+// descriptors it accepts and closes with a spare fd (its "EMFILE trick") instead of a pause.
 //
 // Try:
 //   build/bin/cm-server --model libuv_callbacks --port 8080 --threads 1
 //   curl -v localhost:8080/delay/100
 //   for i in $(seq 100); do curl -s localhost:8080/delay/1000 & done; wait   # 1 s, not 100 s
-//   build/bin/cm-server --model libuv_callbacks --threads 1 --wait-mode sleep  # then the same: 100
-//   s
+//   build/bin/cm-server --model libuv_callbacks --threads 1 --wait-mode sleep  # then: 100 s
 //
-// Shape: one uv_loop_t per thread (--threads, default: the CPUs available), each with its own
-// listening socket and its own connections (connection.cpp); nothing is shared between loops but
-// the options, the Sleeper and the Admission of the pool. stop() may come from any thread: it
-// sets a flag and calls uv_async_send, the one libuv call that is safe from another thread; each
-// loop then closes its listener and every connection, uv_run returns once every handle's close
-// callback has run, and uv_loop_close returns 0.
+// Shape: one uv_loop_t per thread, each with its own listening socket and its own connections
+// (connection.cpp); the loops share only ServerState. stop() may come from any thread: it sets a
+// flag and calls uv_async_send, the one libuv call that is safe from another thread; each loop
+// then closes its listener and every connection, and uv_run returns once every handle is closed.
 
 #include <cstdlib>
-#include <mutex>
 #include <string>
 #include <system_error>
-#include <vector>
 
-#include "cm/libuv_callbacks/server.hpp"
-#include "cm/net.hpp"
 #include "connection.hpp"
 
 namespace cm::libuv_callbacks {
@@ -47,25 +41,38 @@ void check(int rc, const char* what) {
   if (rc != 0) throw std::system_error(-rc, std::generic_category(), what);  // -errno on Unix
 }
 
-/// libuv has one thread pool per process, shared by every loop and every server in it, and
-/// creates it on the first uv_queue_work with UV_THREADPOOL_SIZE threads (libuv caps it at 1024).
-/// So the first server started in a process sizes it, before any loop runs; later servers share
-/// that pool, whatever their blocking_threads (each still bounds its own queue with Admission).
-void size_thread_pool(unsigned threads) {
-  static std::once_flag once;
-  std::call_once(once, [threads] {
-    // NOTE: setenv is not thread-safe against getenv; it runs once, before this server's loops.
-    ::setenv("UV_THREADPOOL_SIZE", std::to_string(threads).c_str(), 1);
-  });
-}
-
-void close_if_open(uv_handle_t* handle, void*) {
-  if (!uv_is_closing(handle)) uv_close(handle, nullptr);
+/// The wake handle's callback: resumes what call threads posted; on stop, closes everything.
+void on_wake(uv_async_t* wake) {
+  Loop& loop = *static_cast<Loop*>(wake->data);
+  std::vector<Connection*> done;
+  bool stop = false;
+  {
+    std::lock_guard lock(loop.mutex);
+    done.swap(loop.finished);
+    stop = loop.stop_requested;
+  }
+  loop.threads_away -= static_cast<unsigned>(done.size());
+  for (Connection* c : done)
+    c->resume_from_thread();
+  if (stop && !loop.stopping) {
+    loop.stopping = true;
+    uv_close(as_handle(&loop.listener), nullptr);  // embedded in Loop, which outlives the loop
+    uv_walk(
+        &loop.uv,
+        [](uv_handle_t* h, void* listener) {
+          if (h->type == UV_TCP && h != listener && !uv_is_closing(h))
+            static_cast<Connection*>(h->data)->close();
+        },
+        &loop.listener);
+  }
+  if (loop.stopping && loop.threads_away == 0 && !uv_is_closing(as_handle(wake))) {
+    uv_close(as_handle(wake), nullptr);  // no call thread can post to it any more
+  }
 }
 
 }  // namespace
 
-Loop::Loop(Shared& shared_state) : shared(shared_state) {
+Loop::Loop(ServerState& server_state) : state(server_state) {
   check(uv_loop_init(&uv), "uv_loop_init");
   uv_tcp_init(&uv, &listener);
   check(uv_async_init(&uv, &wake, on_wake), "uv_async_init");
@@ -73,35 +80,34 @@ Loop::Loop(Shared& shared_state) : shared(shared_state) {
 }
 
 Loop::~Loop() {
-  if (!closed) close_loop();
+  if (closed) return;  // else it never ran: start() failed half-way
+  uv_walk(
+      &uv,
+      [](uv_handle_t* h, void*) {
+        if (!uv_is_closing(h)) uv_close(h, nullptr);
+      },
+      nullptr);
+  uv_run(&uv, UV_RUN_DEFAULT);
+  uv_loop_close(&uv);
 }
 
 void Loop::listen(Fd socket) {
   check(uv_tcp_open(&listener, socket.get()), "uv_tcp_open");
   socket.release();  // the handle owns the fd now: uv_close closes it
-  check(uv_listen(reinterpret_cast<uv_stream_t*>(&listener), shared.options.backlog,
+  check(uv_listen(reinterpret_cast<uv_stream_t*>(&listener), state.options.backlog,
                   Connection::on_connection),
         "uv_listen");
 }
 
 void Loop::run() {
   uv_run(&uv, UV_RUN_DEFAULT);  // returns when no handle or request is active: after on_wake
-  close_loop();
-}
-
-void Loop::close_loop() {
   uv_walk(
       &uv, [](uv_handle_t*, void* n) { ++*static_cast<std::size_t*>(n); }, &report.handles_left);
-  report.close_status = uv_loop_close(&uv);
-  if (report.close_status != 0) {  // a handle was left open (a bug, or start() failed half-way)
-    uv_walk(&uv, close_if_open, nullptr);
-    uv_run(&uv, UV_RUN_DEFAULT);
-    uv_loop_close(&uv);
-  }
-  closed = true;
+  report.close_status = uv_loop_close(&uv);  // not 0: a handle was left open, a bug tests see
+  closed = report.close_status == 0;         // else ~Loop closes what is left
 }
 
-void Loop::post_finished(Connection* connection) {
+void Loop::post(Connection* connection) {
   {
     std::lock_guard lock(mutex);
     finished.push_back(connection);
@@ -118,97 +124,40 @@ void Loop::request_stop() {
   uv_async_send(&wake);
 }
 
-void Loop::on_wake(uv_async_t* wake) {
-  Loop& loop = *static_cast<Loop*>(wake->data);
-  std::vector<Connection*> done;
-  bool stop = false;
-  {
-    std::lock_guard lock(loop.mutex);
-    done.swap(loop.finished);
-    stop = loop.stop_requested;
-  }
-  for (Connection* c : done)
-    c->thread_done();
-
-  if (stop && !loop.stopping) {
-    loop.stopping = true;
-    uv_close(as_handle(&loop.listener), nullptr);  // embedded in Loop, which outlives the loop
-    uv_walk(
-        &loop.uv,
-        [](uv_handle_t* handle, void* arg) {
-          auto* self = static_cast<Loop*>(arg);
-          if (handle->type == UV_TCP && handle != as_handle(&self->listener) &&
-              !uv_is_closing(handle)) {
-            static_cast<Connection*>(handle->data)->close();
-          }
-        },
-        &loop);
-  }
-  // The wake handle stays open while an offload thread may still post to it.
-  if (loop.stopping && loop.threads_running == 0 && !uv_is_closing(as_handle(wake))) {
-    uv_close(as_handle(wake), nullptr);
-  }
-}
-
 namespace {
 
 class UvServer final : public LibuvServer {
  public:
-  explicit UvServer(ServerOptions options) : shared_(std::move(options)) {
-    if (shared_.options.threads == 0) shared_.options.threads = default_loop_threads();
+  explicit UvServer(ServerOptions options)
+      : LibuvServer(std::move(options), "libuv_callbacks", /*nonblocking=*/true) {
+    // libuv's thread pool is process-wide, made with UV_THREADPOOL_SIZE threads on the first
+    // uv_queue_work: the first server of a process sizes it (each bounds its own Admission).
+    // NOTE: setenv is not thread-safe against getenv; it runs before this server's loops.
+    static std::once_flag sized;
+    const std::string threads = std::to_string(state_.options.blocking_threads);
+    std::call_once(sized, [&] { ::setenv("UV_THREADPOOL_SIZE", threads.c_str(), 1); });
   }
   ~UvServer() override { stop(); }
 
-  void start() override {
-    size_thread_pool(shared_.options.blocking_threads);
-    Listeners listeners = open_listeners(shared_.options.host, shared_.options.port,
-                                         shared_.options.threads, shared_.options.backlog,
-                                         /*nonblocking=*/true);
-    for (Fd& socket : listeners.sockets) {  // if one throws, ~Loop closes the ones made
-      loops_.push_back(std::make_unique<Loop>(shared_));
-      loops_.back()->listen(std::move(socket));
-    }
-    port_ = listeners.port;
-    // NOTE: each loop was set up on this thread; from here on only its own thread touches it
-    // (std::thread's start is the hand-over), except for uv_async_send(&wake).
-    for (auto& loop : loops_)
-      loop->thread = std::thread([&l = *loop] { l.run(); });
-    std::lock_guard lock(stop_mutex_);
-    started_ = true;
-  }
-
-  void stop() override {
-    std::lock_guard lock(stop_mutex_);
-    if (!started_ || stopped_) return;
-    shared_.sleeper.interrupt();  // a Block running in the pool or a thread, or a sleep, ends now
-    for (auto& loop : loops_)
-      loop->request_stop();
-    for (auto& loop : loops_)
-      loop->thread.join();
-    stopped_ = true;
-  }
-
   std::vector<LoopReport> loop_reports() const override {
-    std::lock_guard lock(stop_mutex_);
     std::vector<LoopReport> reports;
-    if (stopped_) {
-      for (const auto& loop : loops_)
-        reports.push_back(loop->report);
-    }
+    if (!joined_) return reports;
+    for (const auto& loop : loops_)
+      reports.push_back(loop->report);
     return reports;
   }
 
-  std::uint16_t port() const override { return port_; }
-  std::size_t open_connections() const override { return shared_.open.load(); }
-  std::string_view model() const override { return "libuv_callbacks"; }
-
  private:
-  Shared shared_;
+  void add_loop(Fd listener) override {  // if it throws, ~Loop closes what was made
+    loops_.push_back(std::make_unique<Loop>(state_));
+    loops_.back()->listen(std::move(listener));
+  }
+  void run_loop(std::size_t i) override { loops_[i]->run(); }
+  void stop_loop(std::size_t i) override { loops_[i]->request_stop(); }
+  void stopped() override { joined_ = true; }
+
   std::vector<std::unique_ptr<Loop>> loops_;
-  std::uint16_t port_ = 0;
-  mutable std::mutex stop_mutex_;
-  bool started_ = false;
-  bool stopped_ = false;
+  std::atomic<bool> joined_{false};  ///< every loop's thread was joined: its report is final
 };
 
 }  // namespace

@@ -1,8 +1,8 @@
 // cm_server_cli_test.cpp -- the cm-server binary as a user runs it: --list-models, errors that
 // are one clear line, --port 0 printing its port, and a clean stop on SIGINT/SIGTERM.
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -36,7 +36,8 @@ struct Child {
     posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
     args.insert(args.begin(), CM_SERVER_BINARY);
     std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
+    for (auto& a : args)
+      argv.push_back(a.data());
     argv.push_back(nullptr);
     EXPECT_EQ(::posix_spawn(&pid, CM_SERVER_BINARY, &actions, nullptr, argv.data(), environ), 0);
     posix_spawn_file_actions_destroy(&actions);
@@ -60,7 +61,8 @@ struct Child {
   }
   static std::string read_all(const Fd& fd) {
     std::string all, line;
-    while (!(line = read_line(fd)).empty()) all += line + "\n";
+    while (!(line = read_line(fd)).empty())
+      all += line + "\n";
     return all;
   }
 

@@ -28,7 +28,8 @@ using Clock = std::chrono::steady_clock;
 
 std::vector<std::string> model_names() {
   std::vector<std::string> names;
-  for (const auto& m : built_models()) names.emplace_back(m.name);
+  for (const auto& m : built_models())
+    names.emplace_back(m.name);
   return names;
 }
 
@@ -92,9 +93,9 @@ TEST_P(Conformance, PlaintextCarriesEveryRequiredHeader) {
   EXPECT_EQ(r.header("Content-Length"), "13");
   EXPECT_EQ(r.header("Server"), server_header());
   ASSERT_TRUE(r.header("Date").has_value());
-  EXPECT_TRUE(std::regex_match(*r.header("Date"),
-                               std::regex(R"([A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} )"
-                                          R"(\d{2}:\d{2}:\d{2} GMT)")))
+  EXPECT_TRUE(
+      std::regex_match(*r.header("Date"), std::regex(R"([A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} )"
+                                                     R"(\d{2}:\d{2}:\d{2} GMT)")))
       << *r.header("Date");
   EXPECT_EQ(r.count("Connection"), 0u) << "HTTP/1.1 keep-alive needs no Connection header";
 }
@@ -115,9 +116,9 @@ TEST_P(Conformance, DelayNormalisesLeadingZeros) {
 }
 
 TEST_P(Conformance, DelayRejectsWhatIsNotDecimalDigitsInRange) {
-  for (const char* bad : {"/delay/abc", "/delay/-5", "/delay/+5", "/delay/1.5", "/delay/",
-                          "/delay/60001", "/delay/99999999999999999999999999", "/delay/1e3",
-                          "/delay/%31", "/delay/5/6", "/delay"}) {
+  for (const char* bad :
+       {"/delay/abc", "/delay/-5", "/delay/+5", "/delay/1.5", "/delay/", "/delay/60001",
+        "/delay/99999999999999999999999999", "/delay/1e3", "/delay/%31", "/delay/5/6", "/delay"}) {
     const Response r = exchange(get_request(bad));
     EXPECT_EQ(r.status, 400) << bad;
     EXPECT_EQ(r.header("Content-Type"), "text/plain") << bad;
@@ -145,7 +146,8 @@ TEST_P(Conformance, BlockAndCpuAnswerTheirValue) {
 
 TEST_P(Conformance, EchoReturnsTheBodyByteForByte) {
   std::string body;
-  for (int i = 0; i < 256 * 40; ++i) body += static_cast<char>(i % 256);
+  for (int i = 0; i < 256 * 40; ++i)
+    body += static_cast<char>(i % 256);
   const Response r = exchange(post_request("/echo", body));
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.header("Content-Type"), "application/octet-stream");
@@ -172,13 +174,13 @@ TEST_P(Conformance, EchoAcceptsExactlyTheBodyLimit) {
 TEST_P(Conformance, WrongMethodIs405WithAllow) {
   Response r = exchange(post_request("/plaintext", "x"));
   EXPECT_EQ(r.status, 405);
-  EXPECT_EQ(r.header("Allow"), "GET");
+  EXPECT_EQ(r.header("Allow"), "GET, HEAD");
   r = exchange(get_request("/echo"));
   EXPECT_EQ(r.status, 405);
   EXPECT_EQ(r.header("Allow"), "POST");
   r = exchange("DELETE /delay/5 HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_EQ(r.status, 405);
-  EXPECT_EQ(r.header("Allow"), "GET");
+  EXPECT_EQ(r.header("Allow"), "GET, HEAD");
 }
 
 TEST_P(Conformance, UnknownPathIs404) {
@@ -186,6 +188,97 @@ TEST_P(Conformance, UnknownPathIs404) {
     EXPECT_EQ(exchange(get_request(path)).status, 404) << path;
   }
   EXPECT_EQ(exchange(get_request("/plaintext?x=1")).status, 200) << "the query is not the path";
+}
+
+// --- HTTP semantics every model gets from the core
+// ------------------------------------------------
+
+TEST_P(Conformance, HeadIsGetWithoutTheBody) {
+  for (const char* path : {"/plaintext", "/delay/20"}) {
+    Client c = connect();
+    ASSERT_TRUE(c.send(std::string("HEAD ") + path + " HTTP/1.1\r\nHost: x\r\n\r\n" +
+                       get_request("/plaintext")));
+    // The client reads the head; a body, if the server sent one, would be read as the start of
+    // the next response and fail to parse as one.
+    auto head = c.read_response_to_head();
+    ASSERT_TRUE(head) << path;
+    EXPECT_EQ(head->status, 200) << path;
+    const std::string expected = std::string(path) == "/plaintext" ? "13" : "2";
+    EXPECT_EQ(head->header("Content-Length"), expected) << "the GET's length, " << path;
+    auto next = c.read_response();
+    ASSERT_TRUE(next) << "the response after a HEAD answer must start right after its head";
+    EXPECT_EQ(next->body, "Hello, World!");
+  }
+}
+
+TEST_P(Conformance, AbsoluteFormTargetRoutesLikeOriginForm) {
+  const Response r =
+      exchange("GET http://localhost:8080/delay/3?x=1 HTTP/1.1\r\nHost: localhost\r\n\r\n");
+  expect_text(r, 200, "3");
+}
+
+TEST_P(Conformance, UnsupportedVersionIs505ThenClose) {
+  Client c = connect();
+  ASSERT_TRUE(c.send("GET /plaintext HTTP/2.0\r\nHost: x\r\n\r\n"));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 505);
+  EXPECT_EQ(r->header("Connection"), "close");
+  EXPECT_TRUE(c.closed_by_peer());
+}
+
+TEST_P(Conformance, Http11WithoutExactlyOneHostIs400) {
+  for (const char* request : {"GET /plaintext HTTP/1.1\r\n\r\n",
+                              "GET /plaintext HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n"}) {
+    Client c = connect();
+    ASSERT_TRUE(c.send(request));
+    auto r = c.read_response();
+    ASSERT_TRUE(r) << request;
+    EXPECT_EQ(r->status, 400) << request;
+    EXPECT_TRUE(c.closed_by_peer()) << request;
+  }
+  expect_text(exchange("GET /plaintext HTTP/1.0\r\n\r\n"), 200, "Hello, World!");
+}
+
+TEST_P(Conformance, ExpectContinueGets100BeforeTheBodyIsSent) {
+  Client c = connect();
+  ASSERT_TRUE(
+      c.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n"
+             "Expect: 100-continue\r\n\r\n"));
+  auto interim = c.read_response(5s);  // nothing of the body was sent: the server must ask for it
+  ASSERT_TRUE(interim) << "no 100 Continue before the body";
+  EXPECT_EQ(interim->status, 100);
+  ASSERT_TRUE(c.send("hello world"));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "hello world");
+}
+
+TEST_P(Conformance, ExpectContinueOnARefusedRequestIsAnsweredAtOnce) {
+  for (const char* head : {"POST /nope HTTP/1.1\r\n", "POST /plaintext HTTP/1.1\r\n",
+                           "POST /echo HTTP/1.1\r\nX-Big: no\r\n"}) {
+    const bool too_big = std::string_view(head).find("X-Big") != std::string_view::npos;
+    Client c = connect();
+    ASSERT_TRUE(c.send(std::string(head) + "Host: x\r\nExpect: 100-continue\r\nContent-Length: " +
+                       (too_big ? "104857600" : "5") + "\r\n\r\n"));
+    auto r = c.read_response(5s);  // the body is never sent
+    ASSERT_TRUE(r) << head;
+    EXPECT_TRUE(r->status == 404 || r->status == 405 || r->status == 413) << r->status;
+    EXPECT_EQ(r->header("Connection"), "close") << head;
+    EXPECT_TRUE(c.closed_by_peer()) << head;
+  }
+}
+
+TEST_P(Conformance, AnotherExpectationIs417) {
+  Client c = connect();
+  ASSERT_TRUE(
+      c.send("POST /echo HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\n"
+             "Content-Length: 2\r\n\r\nhi"));
+  auto r = c.read_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 417);
+  EXPECT_TRUE(c.closed_by_peer());
 }
 
 // --- framing ----------------------------------------------------------------------------------
@@ -215,7 +308,8 @@ TEST_P(Conformance, RequestSplitAtEveryByteOffset) {
 TEST_P(Conformance, RequestSentOneByteAtATime) {
   const std::string req = post_request("/echo", "byte by byte");
   Client c = connect();
-  for (char ch : req) ASSERT_TRUE(c.send(std::string_view(&ch, 1)));
+  for (char ch : req)
+    ASSERT_TRUE(c.send(std::string_view(&ch, 1)));
   auto r = c.read_response();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->body, "byte by byte");
@@ -294,8 +388,8 @@ TEST_P(Conformance, GarbageIs400ThenClose) {
 
 TEST_P(Conformance, HugeHeaderIs431AndTheClientReceivesIt) {
   Client c = connect();
-  const std::string request = "GET /plaintext HTTP/1.1\r\nHost: x\r\nX-Big: " +
-                              std::string(64 * 1024, 'a') + "\r\n\r\n";
+  const std::string request =
+      "GET /plaintext HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(64 * 1024, 'a') + "\r\n\r\n";
   ASSERT_TRUE(c.send(request));
   auto r = c.read_response();
   ASSERT_TRUE(r);
@@ -354,7 +448,7 @@ TEST_P(Conformance, ClientsLeavingMidDelayAreFreed) {
       ASSERT_TRUE(leaving.back().send(get_request("/delay/300")));
     }
     std::this_thread::sleep_for(50ms);  // the requests are parsed and waiting
-  }  // every client closes here, in the middle of its wait
+  }                                     // every client closes here, in the middle of its wait
   expect_text(exchange(get_request("/plaintext")), 200, "Hello, World!");
   EXPECT_EQ(wait_for_connections_at_most(before), before)
       << "connections whose clients left are still held";
@@ -366,10 +460,12 @@ TEST_P(Conformance, OverlappingRequestsEachGetTheirOwnDelay) {
   // but in the request (the server, the loop, a shared handler) is read back by the wrong one.
   std::vector<int> delays(32);
   std::iota(delays.begin(), delays.end(), 0);
-  for (int& d : delays) d = 40 + d * 13;
+  for (int& d : delays)
+    d = 40 + d * 13;
   std::shuffle(delays.begin(), delays.end(), std::mt19937(42));
   std::vector<Client> clients;
-  for (std::size_t i = 0; i < delays.size(); ++i) clients.push_back(connect());
+  for (std::size_t i = 0; i < delays.size(); ++i)
+    clients.push_back(connect());
   std::vector<Clock::time_point> sent(delays.size());
   for (std::size_t i = 0; i < delays.size(); ++i) {
     sent[i] = Clock::now();
@@ -404,7 +500,8 @@ TEST_P(Conformance, StopEndsWaitingRequestsAndReturns) {
   ASSERT_TRUE(clients.back().send(get_request("/block/30000")));
   std::this_thread::sleep_for(100ms);
   server_->stop();  // must not wait the 30 s out (the test's timeout would catch it)
-  for (auto& c : clients) EXPECT_TRUE(c.closed_by_peer(5s));
+  for (auto& c : clients)
+    EXPECT_TRUE(c.closed_by_peer(5s));
   EXPECT_EQ(server_->open_connections(), 0u);
 }
 

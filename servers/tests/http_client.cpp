@@ -80,6 +80,14 @@ bool Client::fill(std::chrono::steady_clock::time_point deadline) {
 }
 
 std::optional<Response> Client::read_response(std::chrono::milliseconds timeout) {
+  return read(timeout, /*head_only=*/false);
+}
+
+std::optional<Response> Client::read_response_to_head(std::chrono::milliseconds timeout) {
+  return read(timeout, /*head_only=*/true);
+}
+
+std::optional<Response> Client::read(std::chrono::milliseconds timeout, bool head_only) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::size_t head_end;
   while ((head_end = buffer_.find("\r\n\r\n")) == std::string::npos) {
@@ -100,11 +108,12 @@ std::optional<Response> Client::read_response(std::chrono::milliseconds timeout)
     const std::size_t colon = line.find(':');
     if (colon == std::string_view::npos) continue;
     std::string_view value = line.substr(colon + 1);
-    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    while (!value.empty() && value.front() == ' ')
+      value.remove_prefix(1);
     r.headers.emplace_back(std::string(line.substr(0, colon)), std::string(value));
   }
   std::size_t length = 0;
-  if (auto cl = r.header("Content-Length")) {
+  if (auto cl = r.header("Content-Length"); cl && !head_only) {
     std::from_chars(cl->data(), cl->data() + cl->size(), length);
   }
   const std::size_t body_start = head_end + 4;
@@ -141,7 +150,9 @@ bool Client::readable_now() {
   return ::poll(&p, 1, 0) > 0;
 }
 
-void Client::shutdown_write() { ::shutdown(fd_.get(), SHUT_WR); }
+void Client::shutdown_write() {
+  ::shutdown(fd_.get(), SHUT_WR);
+}
 
 std::string get_request(std::string_view path, std::string_view extra) {
   std::string r = "GET ";
@@ -155,8 +166,8 @@ std::string get_request(std::string_view path, std::string_view extra) {
 std::string post_request(std::string_view path, std::string_view body) {
   std::string r = "POST ";
   r += path;
-  r += " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " + std::to_string(body.size()) +
-       "\r\n\r\n";
+  r +=
+      " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
   r += body;
   return r;
 }

@@ -43,6 +43,9 @@ class Client {
   /// Reads one whole response; nullopt if the connection ended or `timeout` passed first.
   /// Bytes after it stay buffered for the next call (pipelined responses).
   std::optional<Response> read_response(std::chrono::milliseconds timeout = 10s);
+  /// Reads the status line and headers of a response whose body is not sent (the answer to a
+  /// HEAD): Content-Length is reported but no body bytes are read.
+  std::optional<Response> read_response_to_head(std::chrono::milliseconds timeout = 10s);
   /// True if the server closes the connection (EOF or reset) within `timeout` with no more bytes.
   bool closed_by_peer(std::chrono::milliseconds timeout = 5s);
   /// True if some bytes are ready to read right now (nothing is consumed).
@@ -53,6 +56,7 @@ class Client {
 
  private:
   explicit Client(Fd fd) : fd_(std::move(fd)) {}
+  std::optional<Response> read(std::chrono::milliseconds timeout, bool head_only);
   /// Reads more bytes into buffer_; false on EOF, error or timeout.
   bool fill(std::chrono::steady_clock::time_point deadline);
 

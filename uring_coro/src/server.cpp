@@ -8,7 +8,7 @@
 // not threads, so the ceiling is connections / delay. `/block/{ms}` must not stall the ring: it
 // goes to a bounded pool whose workers post the coroutine back onto this ring (an eventfd the ring
 // polls), 503 when the pool's queue is full. The runtime (Task, Ring, Pool) is in
-// include/cm/uring/ and src/runtime/, small enough to read first.
+// runtime/, small enough to read first, with tests of its own.
 //
 // What it needs: Linux with io_uring (5.19 or later, for IORING_ASYNC_CANCEL_ANY at stop) and
 // liburing (Debian: liburing-dev). Where the kernel refuses io_uring (too old, or
@@ -20,11 +20,10 @@
 //   curl -v localhost:8080/delay/100
 //   harness/burst --port 8080 --connections 2000 --path /delay/500   # all within ~0.5 s
 //
-// Shape: start() sets up one ring per thread (first, so a refusal leaves nothing behind), one
-// SO_REUSEPORT listening socket per ring, the pool, then the threads. Each thread spawns an accept
-// coroutine, which spawns serve_connection() (connection.cpp) per connection, and runs its ring.
-// stop() interrupts the sleeps, wakes every ring; each ring cancels everything in flight, runs
-// until every task it spawned has ended, and is torn down after its thread is joined.
+// Shape: one ring per thread (cm::LoopServer), each with its own SO_REUSEPORT listening socket.
+// Each thread spawns an accept coroutine, which spawns serve_connection() (connection.cpp) per
+// connection, and runs its ring. Stopping wakes every ring; each cancels everything in flight and
+// runs until every task it spawned has ended.
 
 #include <sys/socket.h>
 
@@ -38,11 +37,8 @@
 #include <thread>
 #include <vector>
 
-#include "cm/net.hpp"
-#include "cm/server.hpp"
-#include "cm/uring/pool.hpp"
-#include "cm/uring/ring.hpp"
-#include "cm/work.hpp"
+#include "cm/loop_server.hpp"
+#include "cm/policy.hpp"
 #include "connection.hpp"
 
 namespace cm::uring_coro {
@@ -72,66 +68,39 @@ std::unique_ptr<uring::Ring> make_ring() {
   }
 }
 
-class UringServer final : public Server {
+class UringServer final : public LoopServer {
  public:
-  explicit UringServer(ServerOptions options) : options_(std::move(options)) {
-    if (options_.threads == 0) options_.threads = default_loop_threads();
-  }
+  explicit UringServer(ServerOptions options)
+      : LoopServer(std::move(options), "uring_coro", /*nonblocking=*/false),
+        pool_(state_.options.blocking_threads) {}
   ~UringServer() override { stop(); }
 
-  void start() override {
-    std::vector<std::unique_ptr<Loop>> loops;
-    for (unsigned i = 0; i < options_.threads; ++i)
-      loops.push_back(std::make_unique<Loop>());
-    for (auto& loop : loops)
-      loop->ring = make_ring();
-    Listeners listeners =
-        open_listeners(options_.host, options_.port, options_.threads, options_.backlog);
-    pool_ = std::make_unique<uring::Pool>(
-        options_.blocking_threads,
-        std::size_t{options_.blocking_threads} + options_.blocking_queue);
-    for (std::size_t i = 0; i < loops.size(); ++i) {
-      loops[i]->listener = std::move(listeners.sockets[i]);
-    }
-    port_ = listeners.port;
-    loops_ = std::move(loops);
-    started_ = true;
-    for (auto& loop : loops_)
-      loop->thread = std::thread([this, &loop = *loop] { run(loop); });
-  }
-
-  void stop() override {
-    std::lock_guard lock(stop_mutex_);
-    if (!started_ || stopped_) return;
-    stopping_.store(true, std::memory_order_release);
-    sleeper_.interrupt();  // a Block on a worker, or a sleep on a loop, ends now
-    for (auto& loop : loops_)
-      loop->ring->wake();
-    for (auto& loop : loops_)
-      loop->thread.join();
-    pool_->stop();   // its queue is empty: every job's coroutine was joined with its ring
-    loops_.clear();  // rings and listening sockets
-    stopped_ = true;
-  }
-
-  std::uint16_t port() const override { return port_; }
-  std::size_t open_connections() const override { return open_.load(); }
-  std::string_view model() const override { return "uring_coro"; }
-
  private:
-  /// One thread, its ring and its listening socket.
+  /// One thread's ring and its listening socket.
   struct Loop {
-    std::unique_ptr<uring::Ring> ring;
+    std::unique_ptr<uring::Ring> ring = make_ring();
     Fd listener;
-    std::thread thread;
   };
 
+  void add_loop(Fd listener) override {
+    loops_.push_back(std::make_unique<Loop>());
+    loops_.back()->listener = std::move(listener);
+  }
+  void stop_loop(std::size_t i) override {
+    stopping_.store(true, std::memory_order_release);
+    loops_[i]->ring->wake();
+  }
+  void stopped() override {
+    pool_.stop();    // its queue is empty: every job came back
+    loops_.clear();  // rings and listening sockets
+  }
+
   /// A loop's thread: serve until stop(), then cancel everything and join every task.
-  void run(Loop& loop) {
-    uring::Ring& ring = *loop.ring;
-    Context context{ring, *pool_, sleeper_, options_, name_, open_};
+  void run_loop(std::size_t i) override {
+    uring::Ring& ring = *loops_[i]->ring;
+    Context context{ring, pool_, state_};
     try {
-      ring.spawn(accept_connections(context, loop.listener.get()));
+      ring.spawn(accept_connections(context, loops_[i]->listener.get()));
       while (!stopping_.load(std::memory_order_acquire))
         ring.run_once();
       // Pending reads, sends, timeouts and the accept complete with -ECANCELED; new ones are
@@ -153,30 +122,20 @@ class UringServer final : public Server {
         co_return;
       }
       if (fd < 0) {
-        // Out of descriptors: the connection stays in the backlog; try again shortly. Other
-        // errors (ECONNABORTED, ...) are one failed accept, not the end of the loop.
-        if (fd == -EMFILE || fd == -ENFILE) co_await uring::Timeout(context.ring, 10ms);
+        // One failed accept is not the loop's end; out of fds, pause (cm::accept_backoff).
+        co_await uring::Timeout(context.ring, accept_backoff(-fd));
         continue;
       }
-      open_.fetch_add(1, std::memory_order_relaxed);
+      state_.open.fetch_add(1, std::memory_order_relaxed);
       // NOTE: `context` lives on this loop's thread stack (run()), which outlives every task:
       // run() returns only once spawned() is 0.
       context.ring.spawn(serve_connection(context, Fd(fd)));
     }
   }
 
-  ServerOptions options_;
-  const std::string name_ = server_header("uring_coro");
-  std::uint16_t port_ = 0;
+  uring::Pool pool_;  ///< where the pool venue runs, shared by every ring
   std::vector<std::unique_ptr<Loop>> loops_;
-  std::unique_ptr<uring::Pool> pool_;
-  Sleeper sleeper_;
   std::atomic<bool> stopping_{false};
-  std::atomic<std::size_t> open_{0};
-
-  std::mutex stop_mutex_;
-  bool started_ = false;
-  bool stopped_ = false;
 };
 
 }  // namespace

@@ -10,19 +10,24 @@ namespace cm {
 
 /// Limits of one request; the defaults are the project's published ones.
 struct Limits {
-  std::size_t max_head_bytes = 8 * 1024;       ///< request line + headers; beyond -> 431
-  std::size_t max_body_bytes = 1024 * 1024;    ///< body; beyond -> 413 (decided from the headers)
+  std::size_t max_head_bytes = 8 * 1024;     ///< request line + headers; beyond -> 431
+  std::size_t max_body_bytes = 1024 * 1024;  ///< body; beyond -> 413 (decided from the headers)
 };
 
 /// Route argument bounds.
-inline constexpr std::uint64_t max_delay_ms = 60'000;    ///< `/delay/{ms}` and `/block/{ms}`
-inline constexpr std::uint64_t max_cpu_us = 1'000'000;   ///< `/cpu/{us}`
+inline constexpr std::uint64_t max_delay_ms = 60'000;   ///< `/delay/{ms}` and `/block/{ms}`
+inline constexpr std::uint64_t max_cpu_us = 1'000'000;  ///< `/cpu/{us}`
 
 /// Lingering close: after a response that ends the connection, the server shuts down its write
 /// side and reads (and discards) what the client still sends, for at most this long and at most
 /// this many bytes, so that closing does not reset the connection under an unread response.
 inline constexpr std::chrono::milliseconds linger_timeout{1000};
 inline constexpr std::size_t linger_max_bytes = 4 * 1024 * 1024;
+
+/// Input a connection holds unparsed while it answers an earlier request (pipelined requests). A
+/// model that goes on reading while it serves stops reading past this, until it has answered:
+/// backpressure against a client that pipelines without reading the answers.
+inline constexpr std::size_t max_held_bytes = 64 * 1024;
 
 /// Size of the read buffer a connection reads into.
 inline constexpr std::size_t read_buffer_bytes = 16 * 1024;

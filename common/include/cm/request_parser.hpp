@@ -30,6 +30,8 @@ class RequestParser {
   enum class State {
     idle,      ///< no byte of the next request yet
     head,      ///< inside the request line or headers
+    expect,    ///< an HTTP/1.1 head with `Expect` is done, its body unread: see head(), then
+               ///< continue_body() (or answer without reading it, and close)
     body,      ///< headers done, reading the body
     complete,  ///< a whole request is ready: take() it
     failed,    ///< see error(); the connection must be closed
@@ -48,6 +50,12 @@ class RequestParser {
   std::size_t feed(std::string_view bytes);
 
   State state() const { return state_; }
+  /// The request line and headers so far; complete in `expect` state (the body is still unread).
+  const Request& head() const;
+  /// In `expect` state: goes on to read the body (feed() it as usual).
+  void continue_body();
+  /// Whether the head in `expect` state announced a body (Content-Length > 0, or chunked).
+  bool body_follows() const;
   /// The finished request; valid in `complete` state. Resets the parser for the next request.
   Request take();
   /// Why parsing failed; valid in `failed` state.

@@ -3,10 +3,11 @@
 /// The route spec (DESIGN.md) as one pure function from a request to a Plan.
 ///
 /// A Plan says what the request needs before it can be answered -- nothing, a wait, a blocking call
-/// or some CPU -- and carries the reply to send when that is done. Executing it is the one thing the
-/// four models do differently: each `std::visit`s the Plan in its own idiom.
+/// or some CPU -- and carries the reply to send when that is done. Executing it is the one thing
+/// the four models do differently: each `std::visit`s the Plan in its own idiom.
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -49,6 +50,13 @@ using Plan = std::variant<Now, Wait, Block, Compute>;
 
 /// The route spec: which plan answers this request.
 Plan plan(const Request& request);
+
+/// The HTTP rules a head must meet before any route (RFC 9110/9112): 505 for a version other than
+/// HTTP/1.0 and 1.1, 400 for an HTTP/1.1 request without exactly one Host, 417 for an expectation
+/// other than 100-continue. Each reply closes the connection. Nothing when the head is fine.
+std::optional<Reply> refuse_head(const Request& request);
+/// `100 Continue`: the interim answer that asks a client to send the body it announced.
+Reply continue_reply();
 
 /// The reply carried by any plan.
 const Reply& reply_of(const Plan& plan);

@@ -1,17 +1,21 @@
 #pragma once
 /// \file session.hpp
-/// The protocol side of one connection, sans I/O: bytes in, plans out, reply bytes out.
+/// The protocol side of one connection, sans I/O: bytes in, plans out, reply bytes out, and the
+/// header deadline with what its expiry means.
 ///
 /// Every model drives a Session the same way, and that loop is all a model adds on top of it:
 ///
-///     read bytes          -> session.received(bytes)
+///     read bytes (until session.deadline())  -> session.received(bytes)
 ///     while next() gives a plan:
 ///         execute it      (the model's own idiom: the part that differs)
 ///         session.write_reply(reply, out, now); write `out`
 ///         if !session.keep_alive(): lingering close, stop
+///     deadline passed     -> if session.expire(out, now): write `out`, lingering close; else close
 ///
 /// Requests are answered one at a time, in order: a pipelined request is not parsed until the one
-/// before it has been answered.
+/// before it has been answered. An `Expect: 100-continue` request comes out of next() first as a
+/// `Now` whose reply is `100 Continue` (an interim reply: write it like any other, then go on), or
+/// as its refusal, answered before the body is read.
 
 #include <chrono>
 #include <optional>
@@ -25,10 +29,22 @@
 
 namespace cm {
 
+/// One instant on both clocks a connection needs: steady for deadlines, the system clock for the
+/// Date header. The core never reads a clock; a model passes Moment::now().
+struct Moment {
+  std::chrono::steady_clock::time_point steady;
+  std::chrono::system_clock::time_point wall;
+  static Moment now() {
+    return {std::chrono::steady_clock::now(), std::chrono::system_clock::now()};
+  }
+};
+
 class Session {
  public:
-  /// `server_name` is the Server header ("cm-blocking"); it must outlive the session.
-  explicit Session(std::string_view server_name, Limits limits = {});
+  /// `server_name` is the Server header ("cm-blocking"); it must outlive the session. The first
+  /// request's head must arrive within `header_timeout` of `now` (the accept).
+  Session(std::string_view server_name, std::chrono::milliseconds header_timeout, Moment now,
+          Limits limits = {});
 
   /// Hands over bytes read from the connection. They are kept until parsed.
   void received(std::string_view bytes);
@@ -38,26 +54,40 @@ class Session {
   /// reply that closes the connection. Call it again only after answering the previous plan.
   std::optional<Plan> next();
 
-  /// Appends the response to the request last returned by next() to `out`.
-  void write_reply(const Reply& reply, std::string& out, std::chrono::system_clock::time_point now);
+  /// Appends the response to the plan last returned by next() to `out`, and restarts the header
+  /// deadline from `now`. A HEAD request's response carries the headers of the GET, no body.
+  void write_reply(const Reply& reply, std::string& out, Moment now);
 
   /// After write_reply(): whether the connection goes on to the next request.
   bool keep_alive() const { return keep_alive_; }
-  /// Whether bytes of a request that is not yet whole are buffered (a timeout then gets a 408,
-  /// an idle keep-alive connection is just closed).
-  bool has_partial_request() const;
+  /// When the head of the next request must have arrived (from the accept or the last reply).
+  std::chrono::steady_clock::time_point deadline() const { return deadline_; }
+  /// The deadline passed. With part of a request buffered, appends a 408 that closes the
+  /// connection to `out` and returns true (write it, then a lingering close); an idle keep-alive
+  /// connection gets nothing: returns false (close it without a word).
+  bool expire(std::string& out, Moment now);
+  /// Whether the input held for later (received, not yet parsed) passed max_held_bytes: a model
+  /// that reads while it serves stops reading until it has answered (backpressure).
+  bool backlogged() const { return pending_.size() - parsed_ >= max_held_bytes; }
   /// The Server header this session writes.
   std::string_view server_name() const { return server_name_; }
 
  private:
+  bool has_partial_request() const;
+  std::optional<Plan> refuse(Reply reply);
+
   std::string_view server_name_;
+  std::chrono::milliseconds header_timeout_;
+  std::chrono::steady_clock::time_point deadline_;
   RequestParser parser_;
-  std::string pending_;         // received, not yet parsed
-  std::size_t parsed_ = 0;      // bytes of pending_ already fed to the parser
+  std::string pending_;     // received, not yet parsed
+  std::size_t parsed_ = 0;  // bytes of pending_ already fed to the parser
   bool request_keep_alive_ = true;
   bool request_http10_ = false;
+  bool request_head_ = false;  // HEAD: the reply goes without its body
+  bool interim_ = false;       // the plan out is a 100 Continue; the request goes on after it
   bool keep_alive_ = true;
-  bool done_ = false;           // the connection closes after the reply in flight
+  bool done_ = false;  // the connection closes after the reply in flight
 };
 
 }  // namespace cm

@@ -6,7 +6,7 @@
 
 namespace cm::uring {
 
-Pool::Pool(unsigned threads, std::size_t capacity) : admission_(capacity) {
+Pool::Pool(unsigned threads) {
   threads = std::max(threads, 1u);
   workers_.reserve(threads);
   try {
@@ -51,10 +51,7 @@ void Pool::work_loop() {
       job = queue_.front();
       queue_.pop_front();
     }
-    job->run();
-    // The slot is given back before the post, so the coroutine that goes on may offload again.
-    admission_.release();
-    job->post_back();
+    job->run_and_post();
   }
 }
 

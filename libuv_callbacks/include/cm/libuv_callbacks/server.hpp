@@ -2,24 +2,24 @@
 /// \file server.hpp
 /// The libuv model's server, with what a test needs to see that stopping left nothing behind.
 
-#include <cstddef>
 #include <memory>
 #include <vector>
 
-#include "cm/server.hpp"
+#include "cm/loop_server.hpp"
 
 namespace cm::libuv_callbacks {
 
-/// How one event loop ended, as its own thread saw it after uv_run() returned.
+/// How one event loop ended: uv_loop_close()'s result (0: no handle or request was left) and the
+/// handles uv_walk() still found before it.
 struct LoopReport {
-  int close_status = -1;         ///< uv_loop_close()'s result: 0 when no handle or request was left
-  std::size_t handles_left = 0;  ///< handles uv_walk() still found before uv_loop_close()
+  int close_status = -1;
+  std::size_t handles_left = 0;
 };
 
-/// A cm::Server that also reports how its loops closed.
-class LibuvServer : public Server {
+/// A cm::Server that also reports how its loops closed: one report per loop once stopped.
+class LibuvServer : public LoopServer {
  public:
-  /// One report per loop once stop() has returned; empty before.
+  using LoopServer::LoopServer;
   virtual std::vector<LoopReport> loop_reports() const = 0;
 };
 

@@ -1,0 +1,47 @@
+#pragma once
+/// \file server_state.hpp
+/// What every loop (or worker) of one server shares: the options, the Server header, the sleeper
+/// that stop() interrupts, the offload's admission and call threads, the count of connections.
+
+#include <atomic>
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "cm/server.hpp"
+#include "cm/session.hpp"
+#include "cm/work.hpp"
+
+namespace cm {
+
+/// Shared by the threads of one server; every member is thread-safe or read-only.
+struct ServerState {
+  /// `options.threads` 0 becomes `default_threads`; `model` names the Server header.
+  ServerState(ServerOptions server_options, std::string_view model, unsigned default_threads)
+      : options(resolve(std::move(server_options), default_threads)),
+        name(server_header(model)),
+        admission(std::size_t{options.blocking_threads} + options.blocking_queue) {}
+
+  const ServerOptions options;       ///< as given, threads resolved
+  const std::string name;            ///< the Server header; outlives every Session
+  Sleeper sleeper;                   ///< every sleep a stop must cut short
+  Admission admission;               ///< blocking_threads + blocking_queue slots; beyond -> 503
+  CallThreads call_threads;          ///< --offload thread: a thread per call, joined off the loops
+  std::atomic<std::size_t> open{0};  ///< connections held, over every loop
+
+  /// Where this plan's step runs under the server's --wait-mode and --offload.
+  Venue venue(const Plan& plan) const {
+    return cm::venue(plan, options.wait_mode, options.offload);
+  }
+  /// The Session of a connection accepted at `now`.
+  Session session(Moment now) const { return Session(name, options.header_timeout, now); }
+
+ private:
+  static ServerOptions resolve(ServerOptions o, unsigned default_threads) {
+    if (o.threads == 0) o.threads = default_threads;
+    if (o.blocking_threads == 0) o.blocking_threads = 1;
+    return o;
+  }
+};
+
+}  // namespace cm
