@@ -1,24 +1,18 @@
 // connection.cpp -- the libuv model's connection: callbacks that read, execute the plan, write.
 //
-// A connection is one object that embeds every libuv handle and request it uses -- the socket
-// (uv_tcp_t), one timer (uv_timer_t: the header deadline, then the Wait, then the linger), the
-// write and shutdown requests and the uv_work_t of a pool step -- plus its cm::Session. So a
-// waiting request costs this object and nothing more: no thread, no stack, no allocation per wait.
-// Each callback finds its connection through handle->data (or req->data), does one step and
-// returns to the loop.
-//
-// One request at a time, in order; reading goes on meanwhile, into the Session, so the socket
-// stays registered with epoll from accept to close (no epoll_ctl per request):
-//   a whole request --> execute the Plan --done--> uv_write --keep-alive--> the next request
-//                                                             --closing--> lingering close
+// A connection is one object that embeds every libuv handle and request it uses -- the socket,
+// one timer (the header deadline, then the Wait, then the linger), the write and shutdown
+// requests, the uv_work_t of a pool step -- and its cm::Session. So a waiting request costs this
+// object and nothing more. Each callback finds its connection through handle->data, does one step
+// and returns to the loop. Reading goes on while a request is served (input waits in the
+// Session), so the socket stays registered with epoll from accept to close.
 
 #include "connection.hpp"
 
 namespace cm::libuv_callbacks {
 namespace {
 
-template <typename Handle>
-Connection* of(Handle* handle) {
+Connection* of(auto* handle) {
   return static_cast<Connection*>(handle->data);
 }
 
@@ -46,9 +40,8 @@ void Connection::on_connection(uv_stream_t* listener, int status) {
 }
 
 void Connection::read() {
-  auto alloc = [](uv_handle_t* handle, std::size_t, uv_buf_t* buf) {
-    char* buffer = of(handle)->loop_.read_buffer;  // never a malloc per read
-    *buf = uv_buf_init(buffer, sizeof Loop::read_buffer);
+  auto alloc = [](uv_handle_t* handle, std::size_t, uv_buf_t* buf) {  // never a malloc per read
+    *buf = uv_buf_init(of(handle)->loop_.read_buffer, sizeof Loop::read_buffer);
   };
   reading_ = uv_read_start(stream(), alloc, on_read) == 0;
   if (!reading_) close();
@@ -94,36 +87,31 @@ void Connection::start_next() {
   execute();
 }
 
-// Runs the step of the plan just parsed where cm::venue() says, in this model's idiom. Nothing
-// here blocks the loop unless the options ask for that (--wait-mode sleep, --offload inline).
+// Runs the step of the plan just parsed where cm::venue() says. Nothing here blocks the loop
+// unless the options ask for it (--wait-mode sleep, --offload inline).
 // [plan-visit-libuv_callbacks]
 void Connection::execute() {
   switch (loop_.state.venue(plan_)) {
-    case Venue::timer:
-      return wait(std::get<Wait>(plan_).duration);  // a uv_timer_t in here
-    case Venue::loop:
-      return resume(perform(plan_, loop_.state.sleeper));  // on the loop itself
-    case Venue::pool:
-      return queue_work();  // uv_queue_work; on_work_done comes back here
-    case Venue::thread:
-      return start_thread();  // a call thread; it posts back via loop_.wake
+    case Venue::timer: return wait(std::get<Wait>(plan_).duration);        // a uv_timer_t in here
+    case Venue::loop: return resume(perform(plan_, loop_.state.sleeper));  // on the loop itself
+    case Venue::pool: return queue_work();      // uv_queue_work; back on the loop when done
+    case Venue::thread: return start_thread();  // a call thread; it posts back via loop_.wake
   }
 }
 // [plan-visit-libuv_callbacks]
 
 void Connection::wait(std::chrono::milliseconds duration) {
   wait_until_ = std::chrono::steady_clock::now() + duration;
-  on_wait_timer(&timer_);  // arms the timer (or, for 0 ms, answers now)
+  on_wait_timer(&timer_);  // arms the timer (for 0 ms, answers now)
 }
 
 void Connection::on_wait_timer(uv_timer_t* timer) {
   // libuv's clock is whole milliseconds, read once per loop iteration, so a timer can fire up to
   // a few ms before its real deadline. A Wait is never answered early: check, and wait the rest.
-  Connection* c = of(timer);
-  if (const std::uint64_t left = ms_until(c->wait_until_); left > 0) {
+  if (const std::uint64_t left = ms_until(of(timer)->wait_until_); left > 0) {
     uv_timer_start(timer, on_wait_timer, left, 0);
   } else {
-    c->resume(Outcome::done);
+    of(timer)->resume(Outcome::done);
   }
 }
 
@@ -131,7 +119,7 @@ void Connection::queue_work() {
   ticket_ = loop_.state.admission.enter();
   if (!ticket_) return resume(Outcome::refused);  // the pool is full: 503
   away_ = Away::pool;
-  auto work = [](uv_work_t* w) {  // on a pool thread: the loop does not touch plan_ meanwhile
+  auto work = [](uv_work_t* w) {  // on a pool thread; the loop does not touch plan_ meanwhile
     of(w)->outcome_ = perform(of(w)->plan_, of(w)->loop_.state.sleeper);
   };
   auto done = [](uv_work_t* w, int status) {  // back on the loop; UV_ECANCELED: stop() came
@@ -142,38 +130,39 @@ void Connection::queue_work() {
 }
 
 void Connection::start_thread() {
-  // NOTE: the thread reads plan_ and writes outcome_; the connection is not freed before resume()
-  // ran on the loop (close() waits while away_), and the loop keeps `wake` open for threads_away.
+  if (!back_.loop) {  // the first call thread of this connection: its way back, kept till close
+    uv_async_init(&loop_.uv, &back_, [](uv_async_t* a) { of(a)->resume(of(a)->outcome_); });
+    back_.data = this;
+    ++handles_open_;
+  }
+  // NOTE: the thread reads plan_, writes outcome_, then calls uv_async_send, the one libuv call
+  // that is safe from another thread. The connection is not freed before back_'s callback ran:
+  // close() waits while away_.
   away_ = Away::thread;
-  ++loop_.threads_away;
-  if (!loop_.state.call_threads.start(plan_, loop_.state.sleeper, [this](Outcome o) {
-        outcome_ = o;
-        loop_.post(this);
-      })) {
-    --loop_.threads_away;
+  auto post_back = [this](Outcome o) { outcome_ = o, uv_async_send(&back_); };
+  if (!loop_.state.call_threads.start(plan_, loop_.state.sleeper, post_back)) {
     resume(Outcome::refused);  // no thread to be had: 503
   }
 }
 
 void Connection::resume(Outcome outcome) {
   away_ = Away::no;
-  if (closing_) return close();  // close() came while the step was away: finish it now
-  if (outcome == Outcome::stopped) return close();
+  if (closing_ || outcome == Outcome::stopped) return close();  // close() may have come meanwhile
   out_.clear();
   session_.write_reply(reply_for(plan_, outcome), out_, Moment::now());
   send();
 }
 
 void Connection::send() {
-  // NOTE: uv_write keeps a pointer to these bytes, not a copy: out_ must not change (or go)
-  // until on_written. It is a member, so it outlives the write; nothing touches it meanwhile.
+  // NOTE: uv_write keeps a pointer to these bytes, not a copy: out_ is a member, and nothing
+  // touches it until on_written.
   const uv_buf_t buf = uv_buf_init(out_.data(), static_cast<unsigned>(out_.size()));
   if (uv_write(&write_, stream(), &buf, 1, on_written) != 0) close();
 }
 
 void Connection::on_written(uv_write_t* write, int status) {
   Connection* c = of(write);
-  if (status < 0) return c->close();  // the client is gone (or UV_ECANCELED: already closing)
+  if (status < 0) return c->close();  // the client is gone (or UV_ECANCELED: closing)
   if (!c->session_.keep_alive()) return c->linger();
   c->serving_ = false;
   c->start_next();  // a pipelined request first
@@ -183,8 +172,8 @@ void Connection::on_written(uv_write_t* write, int status) {
 }
 
 void Connection::linger() {
-  // cm::Linger: half-close (the FIN follows the reply), then read and discard what the client
-  // still sends until it closes or the deadline, so closing does not reset the connection.
+  // cm::Linger: half-close (the FIN follows the reply), then read and discard until the client
+  // closes or the deadline, so that closing does not reset the connection under the reply.
   linger_.emplace(std::chrono::steady_clock::now());
   if (peer_closed_ || uv_shutdown(&shutdown_, stream(), [](uv_shutdown_t*, int) {}) != 0) {
     return close();  // nothing more will come, or no half-close to be had
@@ -195,17 +184,18 @@ void Connection::linger() {
 }
 
 void Connection::close() {
-  if (away_ == Away::pool && !closing_) uv_cancel(reinterpret_cast<uv_req_t*>(&work_));  // queued?
+  if (away_ == Away::pool && !closing_) uv_cancel(reinterpret_cast<uv_req_t*>(&work_));  // queued
   closing_ = true;
   if (away_ != Away::no || uv_is_closing(reinterpret_cast<uv_handle_t*>(&tcp_))) return;
-  // NOTE: the only place a connection is freed is the close callback of its last handle. libuv
-  // may use a handle's memory until that callback ran, and both handles live in this object.
-  // (While a pool or call thread still uses it, resume() calls close() again when it is back.)
-  auto closed = [](uv_handle_t* handle) {
-    if (--of(handle)->handles_open_ == 0) delete of(handle);
-  };
-  uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), closed);  // pending write/shutdown: ECANCELED
-  uv_close(reinterpret_cast<uv_handle_t*>(&timer_), closed);
+  uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), on_closed);  // a pending write: ECANCELED
+  uv_close(reinterpret_cast<uv_handle_t*>(&timer_), on_closed);
+  if (back_.loop) uv_close(reinterpret_cast<uv_handle_t*>(&back_), on_closed);
+}
+
+void Connection::on_closed(uv_handle_t* handle) {
+  // NOTE: the only place a connection is freed: libuv may use a handle's memory until its close
+  // callback ran, and every handle lives in this object.
+  if (--of(handle)->handles_open_ == 0) delete of(handle);
 }
 
 }  // namespace cm::libuv_callbacks

@@ -5,14 +5,10 @@
 
 #include <uv.h>
 
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "cm/fd.hpp"
-#include "cm/libuv_callbacks/server.hpp"
 #include "cm/policy.hpp"
 #include "cm/server_state.hpp"
 
@@ -20,30 +16,22 @@ namespace cm::libuv_callbacks {
 
 class Connection;
 
-/// One uv_loop_t with its listening socket, run by one thread. Only that thread touches it (or
-/// the one that sets it up, before), except for what `mutex` guards and uv_async_send(&wake).
+/// One uv_loop_t and its listening socket, touched by its own thread only (and uv_async_send).
 struct Loop {
   explicit Loop(ServerState& state);  ///< uv_loop_init; throws std::system_error
   ~Loop();                            ///< a loop that never ran closes its handles here
   void listen(Fd socket);             ///< uv_tcp_open + uv_listen; throws std::system_error
-  void run();                         ///< the loop thread: uv_run, then uv_loop_close
-  void post(Connection* connection);  ///< from a call thread: resume `connection` on the loop
-  void request_stop();                ///< from any thread: close everything, let uv_run return
+  void run();                         ///< the loop's thread: uv_run, then uv_loop_close
+  /// From any thread, once: close everything, let uv_run return.
+  void request_stop() { uv_async_send(&stop); }
 
   ServerState& state;
   uv_loop_t uv{};
   uv_tcp_t listener{};
-  uv_async_t wake{};                  ///< stop(), and call threads that finished
-  std::mutex mutex;                   ///< guards `finished` and `stop_requested`
-  std::vector<Connection*> finished;  ///< posted by call threads, resumed by the wake callback
-  bool stop_requested = false;
-  unsigned threads_away = 0;  ///< call threads not yet posted back: `wake` stays open for them
-  bool stopping = false;      ///< the listener and the connections are closing
-  bool closed = false;        ///< uv_loop_close() was called
-  LoopReport report;          ///< how uv_loop_close() went, for tests
-  std::thread thread;
+  uv_async_t stop{};    ///< request_stop() wakes the loop through it
+  bool closed = false;  ///< uv_loop_close() succeeded
   /// NOTE: one read buffer per loop is enough: libuv calls alloc then read, one read at a time,
-  /// on this thread, and on_read copies the bytes into the Session before it returns.
+  /// and on_read copies the bytes into the Session before it returns.
   char read_buffer[read_buffer_bytes];
 };
 
@@ -54,8 +42,6 @@ class Connection {
   static void on_connection(uv_stream_t* listener, int status);
   /// Ends the connection: closes its handles now, or when its offloaded step comes back.
   void close();
-  /// On the loop, after a call thread posted this connection back: answers with its outcome.
-  void resume_from_thread() { resume(outcome_); }
 
  private:
   explicit Connection(Loop& loop);
@@ -74,8 +60,7 @@ class Connection {
   static void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
   static void on_wait_timer(uv_timer_t* timer);
   static void on_written(uv_write_t* write, int status);
-
-  enum class Away : std::uint8_t { no, pool, thread };  ///< where the plan's step is running
+  static void on_closed(uv_handle_t* handle);
 
   Loop& loop_;
   uv_tcp_t tcp_{};            ///< the socket
@@ -83,6 +68,7 @@ class Connection {
   uv_write_t write_{};        ///< the response being written (one at a time)
   uv_shutdown_t shutdown_{};  ///< the half-close of a lingering close
   uv_work_t work_{};          ///< a step in libuv's thread pool
+  uv_async_t back_{};         ///< a call thread's way back (made with the first one)
   Session session_;
   Plan plan_;                     ///< the request being answered, with its reply
   std::string out_;               ///< the response bytes; NOTE: unchanged until on_written
@@ -90,8 +76,8 @@ class Connection {
   Admission::Ticket ticket_;      ///< the pool slot of a step in the pool
   std::chrono::steady_clock::time_point wait_until_;  ///< when the Wait may be answered
   Outcome outcome_ = Outcome::done;  ///< written by the pool or a call thread, read after
-  int handles_open_ = 2;             ///< tcp_ and timer_: freed when both close callbacks ran
-  Away away_ = Away::no;
+  int handles_open_ = 2;             ///< tcp_, timer_ (and back_): freed when all are closed
+  enum class Away : char { no, pool, thread } away_ = Away::no;  ///< where the step runs
   bool serving_ = false;      ///< a request is being answered: new input waits in the Session
   bool reading_ = false;      ///< uv_read_start is in effect
   bool peer_closed_ = false;  ///< EOF came while serving: answer, then close

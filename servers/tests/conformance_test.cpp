@@ -505,6 +505,27 @@ TEST_P(Conformance, StopEndsWaitingRequestsAndReturns) {
   EXPECT_EQ(server_->open_connections(), 0u);
 }
 
+TEST_P(Conformance, StopGivesBackEveryLoopAndConnection) {
+  server_->stop();
+  server_.reset();
+  const int before = anon_inode_fds();
+  ServerOptions options;
+  options.threads = 4;  // loops, or the blocking model's workers: one per client below
+  start_server(options);
+  if (!server_) return;
+  std::vector<Client> clients;
+  for (const char* path : {"/delay/30000", "/block/30000", "/plaintext"}) {
+    clients.push_back(connect());
+    ASSERT_TRUE(clients.back().send(get_request(path)));
+  }
+  ASSERT_TRUE(clients.back().read_response());
+  clients.push_back(connect());  // idle
+  std::this_thread::sleep_for(50ms);
+  server_->stop();
+  EXPECT_EQ(server_->open_connections(), 0u) << "a connection outlived stop()";
+  EXPECT_EQ(anon_inode_fds(), before) << "stop() left an event loop's descriptors open";
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, Conformance, ::testing::ValuesIn(model_names()),
                          [](const auto& info) { return info.param; });
 

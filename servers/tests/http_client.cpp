@@ -2,6 +2,8 @@
 
 #include "http_client.hpp"
 
+#include <filesystem>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -176,6 +178,20 @@ std::optional<Response> get(std::uint16_t port, std::string_view path) {
   Client c = Client::connect(port);
   if (!c.send(get_request(path))) return std::nullopt;
   return c.read_response();
+}
+
+}  // namespace cm::test
+
+namespace cm::test {
+
+int anon_inode_fds() {
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const auto target = std::filesystem::read_symlink(entry.path(), ec);
+    if (!ec && target.string().starts_with("anon_inode:")) ++n;
+  }
+  return n;
 }
 
 }  // namespace cm::test

@@ -69,6 +69,11 @@ std::string get_request(std::string_view path, std::string_view extra = "");
 /// "POST <path>" with a Content-Length body.
 std::string post_request(std::string_view path, std::string_view body);
 
+/// Descriptors of this process that are not files or sockets ("anon_inode:[eventpoll]",
+/// "[eventfd]", "[timerfd]", "[io_uring]"): what an event loop holds. A server that stops cleanly
+/// gives back every one it opened.
+int anon_inode_fds();
+
 /// Connects, sends one GET, reads the response.
 std::optional<Response> get(std::uint16_t port, std::string_view path);
 
