@@ -118,14 +118,10 @@ awaitable<Outcome> on_new_thread(const Plan& plan, Loop& loop) {
 awaitable<Outcome> execute(const Plan& plan, Connection& c, Loop& loop) {
   // [plan-visit-asio_coro]
   switch (loop.state.venue(plan)) {
-    case Venue::timer:
-      return wait(std::get<Wait>(plan), c);  // a timer in the io_context
-    case Venue::loop:
-      return here(plan, loop.state.sleeper);  // on this loop's thread
-    case Venue::pool:
-      return on_pool(plan, loop);  // asio::thread_pool, then back
-    case Venue::thread:
-      return on_new_thread(plan, loop);  // a thread, posted back
+    case Venue::timer: return wait(std::get<Wait>(plan), c);  // a timer in the io_context
+    case Venue::loop: return here(plan, loop.state.sleeper);  // on this loop's thread
+    case Venue::pool: return on_pool(plan, loop);             // asio::thread_pool, then back
+    case Venue::thread: return on_new_thread(plan, loop);     // a thread, posted back
   }
   // [plan-visit-asio_coro]
   return here(plan, loop.state.sleeper);
@@ -159,6 +155,8 @@ void Loop::close_all() {
 
 awaitable<void> accept_loop(Loop& loop) {
   asio::steady_timer backoff(loop.io);
+  error_code ignored;
+  loop.acceptor.non_blocking(true, ignored);  // so that the draining accept() says would_block
   for (;;) {
     auto [ec, socket] = co_await loop.acceptor.async_accept(as_value);
     if (loop.stopping || !loop.acceptor.is_open()) co_return;
@@ -168,6 +166,12 @@ awaitable<void> accept_loop(Loop& loop) {
       continue;
     }
     asio::co_spawn(loop.io, serve_connection(std::move(socket), loop), asio::detached);
+    // Then what the backlog holds, up to cm::accepts_per_turn, without waiting for readiness.
+    for (int i = 1; i < accepts_per_turn; ++i) {
+      tcp::socket more = loop.acceptor.accept(ec);
+      if (ec) break;  // would_block: the backlog is empty (an error: the next async_accept)
+      asio::co_spawn(loop.io, serve_connection(std::move(more), loop), asio::detached);
+    }
   }
 }
 

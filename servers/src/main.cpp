@@ -61,6 +61,11 @@ int main(int argc, char** argv) {
   app.add_option("--header-timeout", header_timeout_ms,
                  "ms a connection may take to send a request head")
       ->capture_default_str();
+  app.add_option("--backlog", options.backlog,
+                 "listen(2) backlog of each listening socket (the kernel caps it at "
+                 "net.core.somaxconn)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   app.add_option("--port-file", port_file, "write the bound port to this file once listening");
   CLI11_PARSE(app, argc, argv);
   options.header_timeout = std::chrono::milliseconds(header_timeout_ms);

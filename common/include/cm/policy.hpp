@@ -32,6 +32,12 @@ class Linger {
   std::size_t drained_ = 0;
 };
 
+/// Accepts a loop takes in one turn when its listener is readable: it drains what the backlog
+/// holds (under saturation a loop that takes one connection per turn, while thousands of reads
+/// compete for the same turn, leaves new clients in the backlog until they give up), but bounded,
+/// so that a flood of connections does not starve the reads of the ones already held either.
+inline constexpr int accepts_per_turn = 64;
+
 /// After a failed accept with this errno: how long to wait before accepting again. Out of
 /// descriptors or kernel memory (EMFILE, ENFILE, ENOBUFS, ENOMEM), 10 ms: the client stays in the
 /// backlog, and accepting again at once would spin. Anything else (ECONNABORTED, EINTR, ...) was
