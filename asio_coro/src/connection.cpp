@@ -73,12 +73,14 @@ awaitable<void> linger_close(Connection& c) {
 
 /// Wait: a steady_timer in this request's coroutine -- or, with --wait-mode sleep, the
 /// anti-pattern of sleeping on the loop thread, which stalls every connection of the loop.
+// [wait-asio_coro]
 awaitable<bool> wait(std::chrono::milliseconds duration, Connection& c, Shared& shared) {
   if (shared.options.wait_mode == WaitMode::sleep) co_return shared.sleeper.sleep_for(duration);
   c.timer.expires_after(duration);
   const auto [ec] = co_await c.timer.async_wait(as_value);
   co_return !ec;  // operation_aborted: the server is stopping
 }
+// [wait-asio_coro]
 
 /// Runs the plan's work on whatever thread this coroutine is on.
 awaitable<bool> perform_here(const Plan& plan, Sleeper& sleeper) {
@@ -121,6 +123,7 @@ awaitable<bool> on_new_thread(Plan& plan, Shared& shared) {
 /// Runs the plan's work off the loop, then resumes this coroutine back on its own io_context:
 /// co_spawn runs perform_here() on the other executor and completes `use_awaitable` through the
 /// awaiting coroutine's executor. A full pool answers 503 instead.
+// [offload-asio_coro]
 awaitable<bool> offload(Plan& plan, Shared& shared) {
   if (shared.options.offload == Offload::thread) co_return co_await on_new_thread(plan, shared);
   if (!shared.admission.try_acquire()) {
@@ -134,6 +137,7 @@ awaitable<bool> offload(Plan& plan, Shared& shared) {
   // NOTE: `plan` lives in serve_connection's frame, suspended here until the pool is done with it.
   co_return co_await asio::co_spawn(shared.pool, perform_here(plan, shared.sleeper), use_awaitable);
 }
+// [offload-asio_coro]
 
 /// Whether this kind of step leaves the loop under the configured --offload mode.
 template <typename Step>

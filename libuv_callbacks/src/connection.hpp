@@ -119,6 +119,7 @@ class Connection {
 
   enum class Away : std::uint8_t { no, pool, thread };  ///< where the plan's work is running
 
+  // [connection-members-libuv_callbacks]
   Loop& loop_;
   uv_tcp_t tcp_{};            ///< the socket
   uv_timer_t timer_{};        ///< header timeout, then the Wait, then the linger deadline
@@ -136,6 +137,7 @@ class Connection {
   bool work_ok_ = false;  ///< written by the offloaded work, read on the loop after it
   bool lingering_ = false;
   bool closing_ = false;
+  // [connection-members-libuv_callbacks]
 };
 
 }  // namespace cm::libuv_callbacks
