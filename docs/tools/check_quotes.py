@@ -207,6 +207,13 @@ def short_diff(doc: str, doc_line: int, region: Region, quoted: list[str], sourc
             n=1,
         )
     )
+    # Hunk headers in absolute line numbers of both files: "@@ -2,3 +2,3 @@" says little to a reader.
+    def absolute(m: re.Match) -> str:
+        at_doc = doc_line + int(m.group(1)) - 1
+        at_source = region.first_line + int(m.group(2)) - 1
+        return f"@@ {doc}:{at_doc} / {region.path}:{at_source} @@"
+
+    diff = [re.sub(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@.*$", absolute, line) for line in diff]
     if len(diff) > MAX_DIFF_LINES:
         diff = diff[:MAX_DIFF_LINES] + [f"... ({len(diff) - MAX_DIFF_LINES} more diff lines)"]
     return "\n".join("    " + line for line in diff)
