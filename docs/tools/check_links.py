@@ -14,6 +14,11 @@ For every page (README.md, docs/**/*.md, results/README.md; --all: every .md fil
   are skipped; `*` is a glob that must match something. Fenced blocks are not read: they hold
   commands and output of past runs, with paths of their own time (build/h-uring2/...).
 
+- the reading order: docs/README.md lists the pages as a numbered list of links; each page of
+  it must end with `Previous: [..](the page before)` and `Next: [..](the page after)` (the first
+  page has no Previous, the last no Next), so adding a page to the order cannot leave the chain
+  broken.
+
 Links with a scheme (https:, mailto:) are not followed: nothing is downloaded.
 
 Usage (with Debian's /usr/bin/python3, standard library only):
@@ -222,6 +227,42 @@ class Checker:
                 self.check_link(doc, n, m.group("target"))
 
 
+ORDER_ITEM = re.compile(r"^\d+\.\s+\[[^\]]*\]\((?P<target>[^)\s#]+)\)")
+FOOTER_LINK = re.compile(r"\b(?P<kind>Previous|Next): \[[^\]]*\]\((?P<target>[^)\s#]+)\)")
+ORDER_PAGE = os.path.join("docs", "README.md")
+
+
+def check_order(checker: Checker) -> None:
+    """Each page of docs/README.md's numbered list links the one before and after it."""
+    index = os.path.join(checker.root, ORDER_PAGE)
+    if not os.path.isfile(index):
+        return
+    order: list[str] = []
+    for n, text in doclib.prose_lines(doclib.read_lines(index)):
+        m = ORDER_ITEM.match(text)
+        if m:
+            order.append(os.path.normpath(os.path.join("docs", m.group("target"))))
+    for i, page in enumerate(order):
+        full = os.path.join(checker.root, page)
+        if not os.path.isfile(full):
+            continue  # check_link reports the broken item
+        found: dict[str, tuple[int, str]] = {}
+        for n, text in doclib.prose_lines(doclib.read_lines(full)):
+            for m in FOOTER_LINK.finditer(text):
+                target = os.path.normpath(os.path.join(os.path.dirname(page), m.group("target")))
+                found[m.group("kind")] = (n, target)  # the last one counts: the footer
+        for kind, want in (("Previous", order[i - 1] if i > 0 else None), ("Next", order[i + 1] if i + 1 < len(order) else None)):
+            have = found.get(kind)
+            if want is None and have is not None:
+                checker.failures.append(
+                    f"{page}:{have[0]}: {kind}: leads to {have[1]}, but {ORDER_PAGE} puts no page {'before' if kind == 'Previous' else 'after'} this one"
+                )
+            elif want is not None and have is None:
+                checker.failures.append(f"{page}: no `{kind}: [..]({os.path.relpath(want, os.path.dirname(page))})` at its end ({ORDER_PAGE}'s order)")
+            elif want is not None and have[1] != want:
+                checker.failures.append(f"{page}:{have[0]}: {kind}: leads to {have[1]}, but {ORDER_PAGE} puts {want} there")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", help="the repository root (default: found above this script)")
@@ -232,6 +273,7 @@ def main() -> int:
     docs = doclib.doc_files(root, args.all)
     for doc in docs:
         checker.check_doc(doc)
+    check_order(checker)
     if checker.tracked is None:
         print("check_links: git could not list the files; checked existence only", file=sys.stderr)
     if checker.failures:
