@@ -254,6 +254,30 @@ class LinkTest(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("git does not know it", r.stderr)
 
+    def order(self, footers: dict[str, str]) -> None:
+        self.tree.write(
+            "docs/README.md",
+            "# Order\n\n1. [Idea](../README.md)\n2. [Page](page.md)\n3. [Other](other.md)\n",
+        )
+        self.tree.write("README.md", "# x\n\nNext: [Page](docs/page.md)\n")
+        self.page("Body.\n\n" + footers.get("page", "Previous: [Idea](../README.md) · Next: [Other](other.md)"))
+        self.tree.write("docs/other.md", "# Other page\n\n" + footers.get("other", "Previous: [Page](page.md)") + "\n")
+
+    def test_previous_and_next_that_follow_the_order_pass(self):
+        self.order({})
+        r = self.links()
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_a_next_link_to_the_wrong_page_or_a_missing_one_fails(self):
+        self.order({"page": "Previous: [Idea](../README.md) · Next: [Idea](../README.md)"})
+        r = self.links()
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("docs/page.md:5: Next: leads to README.md, but docs/README.md puts docs/other.md there", r.stderr)
+        self.order({"other": "Nothing."})
+        r = self.links()
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("docs/other.md: no `Previous: [..](page.md)`", r.stderr)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
