@@ -71,18 +71,21 @@ awaitable<void> linger_close(Connection& c) {
   }
 }
 
+// [wait-asio_coro]
 /// A steady_timer in this request's coroutine: the loop serves others meanwhile.
 awaitable<Outcome> wait(const Wait& step, Connection& c) {
   c.timer.expires_after(step.duration);
   const auto [ec] = co_await c.timer.async_wait(as_value);
   co_return ec ? Outcome::stopped : Outcome::done;  // operation_aborted: the server is stopping
 }
+// [wait-asio_coro]
 
 /// The step's work on whatever thread this coroutine runs on.
 awaitable<Outcome> here(const Plan& plan, Sleeper& sleeper) {
   co_return perform(plan, sleeper);
 }
 
+// [offload-asio_coro]
 /// The step's work on the asio::thread_pool; co_spawn completes `use_awaitable` back on this
 /// coroutine's own io_context. A full pool is refused (503).
 awaitable<Outcome> on_pool(const Plan& plan, Loop& loop) {
@@ -91,6 +94,7 @@ awaitable<Outcome> on_pool(const Plan& plan, Loop& loop) {
   // NOTE: `plan` lives in serve_connection's frame, suspended here until the pool is done with it.
   co_return co_await asio::co_spawn(loop.pool, here(plan, loop.state.sleeper), use_awaitable);
 }
+// [offload-asio_coro]
 
 /// The step's work on a new thread (cm::CallThreads), resumed on this io_context by a post. The
 /// coroutine waits on a timer that never expires, used as a one-shot event: the posted handler

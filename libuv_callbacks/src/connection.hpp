@@ -62,6 +62,7 @@ class Connection {
   static void on_written(uv_write_t* write, int status);
   static void on_closed(uv_handle_t* handle);
 
+  // [connection-members-libuv_callbacks]
   Loop& loop_;
   uv_tcp_t tcp_{};            ///< the socket
   uv_timer_t timer_{};        ///< header deadline, then the Wait, then the linger deadline
@@ -82,6 +83,7 @@ class Connection {
   bool reading_ = false;      ///< uv_read_start is in effect
   bool peer_closed_ = false;  ///< EOF came while serving: answer, then close
   bool closing_ = false;
+  // [connection-members-libuv_callbacks]
 };
 
 }  // namespace cm::libuv_callbacks
