@@ -157,6 +157,14 @@ void Loop::close_all() {
     c->close();
 }
 
+void Loop::drain() {
+  error_code ignored;
+  acceptor.close(ignored);
+  for (Connection* c : connections) {
+    if (c->awaiting_request) c->timer.cancel();  // receive() ends: the deadline came early
+  }
+}
+
 awaitable<void> accept_loop(Loop& loop) {
   asio::steady_timer backoff(loop.io);
   error_code ignored;
@@ -202,9 +210,15 @@ awaitable<void> serve_connection(tcp::socket socket, Loop& loop) {
       }
     }
 
-    // More bytes are needed; wait for them, but not past the header deadline.
-    c.timer.expires_at(session.deadline());
-    const auto [ec, n] = co_await receive(c, &session);
+    // More bytes are needed; wait for them, but not past the header deadline, nor a drain.
+    c.timer.expires_at(loop.state.draining() ? std::chrono::steady_clock::now()
+                                             : session.deadline());
+    c.awaiting_request = true;
+    auto [ec, n] = co_await receive(c, &session);
+    c.awaiting_request = false;
+    if (ec == asio::error::operation_aborted && loop.state.draining() && !loop.stopping) {
+      ec = asio::error::timed_out;  // drain() cut the wait short: as if the deadline had passed
+    }
     if (ec == asio::error::timed_out) {
       out.clear();
       if (session.expire(out, Moment::now()) && co_await send(c, out)) co_await linger_close(c);

@@ -26,8 +26,9 @@ struct Connection {
     socket.close(ignored);
     timer.cancel();
   }
-  tcp::socket socket;        ///< the client
-  asio::steady_timer timer;  ///< header deadline, Wait, lingering close: one at a time
+  tcp::socket socket;             ///< the client
+  asio::steady_timer timer;       ///< header deadline, Wait, lingering close: one at a time
+  bool awaiting_request = false;  ///< in receive() for a request: drain() may cut it short
 };
 
 /// One event loop: an io_context run by one thread, its acceptor, the connections it owns.
@@ -43,6 +44,8 @@ struct Loop {
   bool stopping = false;  ///< set by close_all(); a late connection closes at once
   /// Stops accepting and closes every connection; runs on the loop's thread.
   void close_all();
+  /// Stops accepting and ends every wait for a request; runs on the loop's thread.
+  void drain();
 };
 
 /// Accepts on `loop` until its acceptor is closed, one serve_connection coroutine per client.

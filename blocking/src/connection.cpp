@@ -58,7 +58,8 @@ void serve_connection(int fd, ServerState& state) {
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(
         session.deadline() - std::chrono::steady_clock::now());
     pollfd p{fd, POLLIN, 0};
-    const int ready = left.count() > 0 ? ::poll(&p, 1, static_cast<int>(left.count())) : 0;
+    const bool wait = left.count() > 0 && !state.draining();  // draining: no new request
+    const int ready = wait ? ::poll(&p, 1, static_cast<int>(left.count())) : 0;
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) {
       out.clear();

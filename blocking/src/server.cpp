@@ -79,6 +79,20 @@ class BlockingServer final : public Server {
     stopped_ = true;
   }
 
+  void drain() override {
+    std::lock_guard stop_lock(stop_mutex_);
+    if (!started_ || stopped_) return;
+    state_.sessions.draining.store(true);
+    ::shutdown(listeners_.sockets.front().get(), SHUT_RDWR);  // the acceptor wakes and ends
+    std::lock_guard lock(mutex_);
+    // A worker waiting for a request sees the end of its input and closes; one that is answering
+    // answers first (with Connection: close, from the Session), then closes.
+    for (int fd : serving_)
+      ::shutdown(fd, SHUT_RD);
+    state_.open -= queue_.size();
+    queue_.clear();  // accepted, no worker has read them yet: closed by ~Fd
+  }
+  std::size_t requests_in_flight() const override { return state_.sessions.in_flight.load(); }
   std::uint16_t port() const override { return port_; }
   std::size_t open_connections() const override { return state_.open.load(); }
   std::string_view model() const override { return "blocking"; }
@@ -97,12 +111,12 @@ class BlockingServer final : public Server {
       }
       const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) {
-        if (stopping()) return;
+        if (stopping() || state_.draining()) return;
         std::this_thread::sleep_for(accept_backoff(errno));  // one failure is not the server's end
         continue;
       }
       std::lock_guard lock(mutex_);
-      if (stopping_) {
+      if (stopping_ || state_.draining()) {
         ::close(fd);
         return;
       }

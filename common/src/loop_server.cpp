@@ -38,4 +38,12 @@ void LoopServer::stop() {
   stopped_ = true;
 }
 
+void LoopServer::drain() {
+  std::lock_guard lock(stop_mutex_);
+  if (!started_ || stopped_) return;
+  state_.sessions.draining.store(true, std::memory_order_release);
+  for (std::size_t i = 0; i < threads_.size(); ++i)
+    drain_loop(i);
+}
+
 }  // namespace cm

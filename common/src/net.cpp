@@ -131,10 +131,8 @@ std::chrono::milliseconds accept_backoff(int error) noexcept {
     case EMFILE:
     case ENFILE:
     case ENOBUFS:
-    case ENOMEM:
-      return std::chrono::milliseconds(10);
-    default:
-      return std::chrono::milliseconds(0);
+    case ENOMEM: return std::chrono::milliseconds(10);
+    default: return std::chrono::milliseconds(0);
   }
 }
 

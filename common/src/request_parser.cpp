@@ -113,14 +113,11 @@ std::size_t RequestParser::feed(std::string_view bytes) {
       if (bytes.empty()) return 0;
       state_ = State::head;
       [[fallthrough]];
-    case State::head:
-      return feed_head(bytes);
-    case State::body:
-      return feed_body(bytes);
+    case State::head: return feed_head(bytes);
+    case State::body: return feed_body(bytes);
     case State::expect:
     case State::complete:
-    case State::failed:
-      return 0;
+    case State::failed: return 0;
   }
   return 0;
 }

@@ -29,14 +29,10 @@ std::string_view to_string(WaitMode mode) {
 
 std::string_view to_string(Offload offload) {
   switch (offload) {
-    case Offload::standard:
-      return "standard";
-    case Offload::inline_:
-      return "inline";
-    case Offload::pool:
-      return "pool";
-    case Offload::thread:
-      return "thread";
+    case Offload::standard: return "standard";
+    case Offload::inline_: return "inline";
+    case Offload::pool: return "pool";
+    case Offload::thread: return "thread";
   }
   return "?";
 }

@@ -2,14 +2,43 @@
 
 #include "cm/session.hpp"
 
+#include <utility>
+
 namespace cm {
 
 Session::Session(std::string_view server_name, std::chrono::milliseconds header_timeout, Moment now,
-                 Limits limits)
+                 SessionShared* shared, Limits limits)
     : server_name_(server_name),
+      shared_(shared),
       header_timeout_(header_timeout),
       deadline_(now.steady + header_timeout),
       parser_(limits) {}
+
+Session::Session(Session&& other) noexcept
+    : server_name_(other.server_name_),
+      shared_(std::exchange(other.shared_, nullptr)),
+      header_timeout_(other.header_timeout_),
+      deadline_(other.deadline_),
+      parser_(std::move(other.parser_)),
+      pending_(std::move(other.pending_)),
+      parsed_(other.parsed_),
+      request_keep_alive_(other.request_keep_alive_),
+      request_http10_(other.request_http10_),
+      request_head_(other.request_head_),
+      interim_(other.interim_),
+      answering_(std::exchange(other.answering_, false)),
+      keep_alive_(other.keep_alive_),
+      done_(other.done_) {}
+
+Session::~Session() {
+  if (answering_ && shared_) --shared_->in_flight;  // the connection ended before its answer
+}
+
+Plan Session::give(Plan plan) {
+  if (!answering_ && shared_) ++shared_->in_flight;
+  answering_ = true;
+  return plan;
+}
 
 void Session::received(std::string_view bytes) {
   if (done_) return;  // after a closing reply the rest is drained, not parsed
@@ -24,7 +53,7 @@ std::optional<Plan> Session::refuse(Reply reply) {
   done_ = true;
   request_keep_alive_ = false;
   reply.close = true;
-  return Now{std::move(reply)};
+  return give(Now{std::move(reply)});
 }
 
 std::optional<Plan> Session::next() {
@@ -55,12 +84,11 @@ std::optional<Plan> Session::next() {
         request_head_ = request.head();
         if (auto refusal = refuse_head(request)) return refuse(std::move(*refusal));
         if (!request_keep_alive_) done_ = true;
-        return plan(request);
+        return give(plan(request));
       }
       case RequestParser::State::failed:
         return refuse(protocol_error(parser_.error().status, parser_.error().reason));
-      default:
-        break;
+      default: break;
     }
     if (parsed_ == pending_.size()) return std::nullopt;
     parsed_ += parser_.feed(std::string_view(pending_).substr(parsed_));
@@ -74,7 +102,11 @@ void Session::write_reply(const Reply& reply, std::string& out, Moment now) {
     out += "HTTP/1.1 100 Continue\r\n\r\n";
     return;
   }
-  keep_alive_ = request_keep_alive_ && !reply.close;
+  if (answering_ && shared_) --shared_->in_flight;
+  answering_ = false;
+  // Draining: the connection closes after this reply, unless a pipelined request is held.
+  const bool drained = shared_ && shared_->draining.load() && parsed_ == pending_.size();
+  keep_alive_ = request_keep_alive_ && !reply.close && !drained;
   if (!keep_alive_) done_ = true;
   const Persistence persistence = !keep_alive_      ? Persistence::close
                                   : request_http10_ ? Persistence::keep_alive_explicit

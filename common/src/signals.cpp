@@ -28,6 +28,13 @@ int StopSignals::wait() const {
   return sig;
 }
 
+int StopSignals::wait_for(std::chrono::milliseconds limit) const {
+  const timespec ts{static_cast<time_t>(limit.count() / 1000),
+                    static_cast<long>(limit.count() % 1000) * 1'000'000};
+  const int sig = ::sigtimedwait(&set_, nullptr, &ts);
+  return sig > 0 ? sig : 0;
+}
+
 void ignore_sigpipe() noexcept {
   struct sigaction sa {};
   sa.sa_handler = SIG_IGN;

@@ -21,14 +21,10 @@ Venue venue(const Plan& plan, WaitMode wait_mode, Offload offload) noexcept {
   }
   if (reply_of(plan).status < 200) return Venue::loop;  // 100 Continue: nothing to do
   switch (offload) {
-    case Offload::standard:
-      return std::holds_alternative<Block>(plan) ? Venue::pool : Venue::loop;
-    case Offload::inline_:
-      return Venue::loop;
-    case Offload::pool:
-      return Venue::pool;
-    case Offload::thread:
-      return Venue::thread;
+    case Offload::standard: return std::holds_alternative<Block>(plan) ? Venue::pool : Venue::loop;
+    case Offload::inline_: return Venue::loop;
+    case Offload::pool: return Venue::pool;
+    case Offload::thread: return Venue::thread;
   }
   return Venue::loop;
 }

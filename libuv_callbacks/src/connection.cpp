@@ -48,15 +48,17 @@ void Connection::read() {
 }
 
 void Connection::wait_for_request() {
-  auto expired = [](uv_timer_t* timer) {
-    Connection* c = of(timer);
-    c->out_.clear();
-    if (!c->session_.expire(c->out_, Moment::now())) return c->close();  // idle: no word
-    c->serving_ = true;
-    c->send();  // a partial request gets its 408, then a lingering close
-  };
-  uv_timer_start(&timer_, expired, ms_until(session_.deadline()), 0);
+  if (loop_.state.draining()) return on_deadline(&timer_);  // no new request while draining
+  uv_timer_start(&timer_, on_deadline, ms_until(session_.deadline()), 0);
   if (!reading_) read();
+}
+
+void Connection::on_deadline(uv_timer_t* timer) {
+  Connection* c = of(timer);
+  c->out_.clear();
+  if (!c->session_.expire(c->out_, Moment::now())) return c->close();  // idle: without a word
+  c->serving_ = true;
+  c->send();  // a partial request gets its 408, then a lingering close
 }
 
 void Connection::on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {

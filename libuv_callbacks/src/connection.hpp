@@ -24,11 +24,14 @@ struct Loop {
   void run();                         ///< the loop's thread: uv_run, then uv_loop_close
   /// From any thread, once: close everything, let uv_run return.
   void request_stop() { uv_async_send(&stop); }
+  /// From any thread, once: stop accepting, close every connection that waits for a request.
+  void request_drain() { uv_async_send(&drain); }
 
   ServerState& state;
   uv_loop_t uv{};
   uv_tcp_t listener{};
   uv_async_t stop{};    ///< request_stop() wakes the loop through it
+  uv_async_t drain{};   ///< request_drain() wakes the loop through it
   bool closed = false;  ///< uv_loop_close() succeeded
   /// NOTE: one read buffer per loop is enough: libuv calls alloc then read, one read at a time,
   /// and on_read copies the bytes into the Session before it returns.
@@ -42,6 +45,10 @@ class Connection {
   static void on_connection(uv_stream_t* listener, int status);
   /// Ends the connection: closes its handles now, or when its offloaded step comes back.
   void close();
+  /// The server drains: a connection that waits for a request is ended as if its deadline came.
+  void drain() {
+    if (!serving_ && !linger_ && !closing_) on_deadline(&timer_);
+  }
 
  private:
   explicit Connection(Loop& loop);
@@ -58,6 +65,7 @@ class Connection {
   void send();
   void linger();
   static void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
+  static void on_deadline(uv_timer_t* timer);
   static void on_wait_timer(uv_timer_t* timer);
   static void on_written(uv_write_t* write, int status);
   static void on_closed(uv_handle_t* handle);

@@ -35,16 +35,32 @@ void check(int rc, const char* what) {  // libuv's errors are -errno on Unix
   if (rc != 0) throw std::system_error(-rc, std::generic_category(), what);
 }
 
-/// The stop handle's callback: closes the listener, every connection, and itself.
+/// Closes every connection (its socket is the one uv_tcp_t but the listener), or drains it.
+template <bool stop>
+void each_connection(uv_handle_t* handle, void* listener) {
+  if (handle->type != UV_TCP || handle == listener) return;
+  auto* c = static_cast<Connection*>(handle->data);
+  stop ? c->close() : c->drain();
+}
+
+/// The drain handle's callback: stop accepting, end every wait for a request, and itself.
+void on_drain(uv_async_t* drain) {
+  Loop& loop = *static_cast<Loop*>(drain->data);
+  auto* listener = reinterpret_cast<uv_handle_t*>(&loop.listener);  // lives in Loop
+  if (!uv_is_closing(listener)) uv_close(listener, nullptr);
+  uv_walk(&loop.uv, each_connection<false>, listener);
+  uv_close(reinterpret_cast<uv_handle_t*>(drain), nullptr);  // NOTE: libuv waits out a sender
+}
+
+/// The stop handle's callback: closes the listener, every connection, the drain handle, itself.
 void on_stop(uv_async_t* stop) {
   Loop& loop = *static_cast<Loop*>(stop->data);
-  uv_close(reinterpret_cast<uv_handle_t*>(&loop.listener), nullptr);  // lives in Loop
-  auto close_connection = [](uv_handle_t* handle, void* listener) {
-    if (handle->type == UV_TCP && handle != listener)
-      static_cast<Connection*>(handle->data)->close();
-  };
-  uv_walk(&loop.uv, close_connection, &loop.listener);
-  uv_close(reinterpret_cast<uv_handle_t*>(stop), nullptr);  // NOTE: libuv waits out a sender
+  auto* listener = reinterpret_cast<uv_handle_t*>(&loop.listener);
+  auto* drain = reinterpret_cast<uv_handle_t*>(&loop.drain);
+  if (!uv_is_closing(listener)) uv_close(listener, nullptr);
+  if (!uv_is_closing(drain)) uv_close(drain, nullptr);
+  uv_walk(&loop.uv, each_connection<true>, listener);
+  uv_close(reinterpret_cast<uv_handle_t*>(stop), nullptr);
 }
 
 }  // namespace
@@ -53,7 +69,8 @@ Loop::Loop(ServerState& server_state) : state(server_state) {
   check(uv_loop_init(&uv), "uv_loop_init");
   uv_tcp_init(&uv, &listener);
   check(uv_async_init(&uv, &stop, on_stop), "uv_async_init");
-  listener.data = stop.data = this;
+  check(uv_async_init(&uv, &drain, on_drain), "uv_async_init");
+  listener.data = stop.data = drain.data = this;
 }
 
 Loop::~Loop() {
@@ -94,6 +111,7 @@ class UvServer final : public LoopServer {
   }
   void run_loop(std::size_t i) override { loops_[i]->run(); }
   void stop_loop(std::size_t i) override { loops_[i]->request_stop(); }
+  void drain_loop(std::size_t i) override { loops_[i]->request_drain(); }
 
   std::vector<std::unique_ptr<Loop>> loops_;
 };

@@ -90,14 +90,10 @@ Task<Outcome> on_new_thread(Context& context, const Plan& plan) {
 // [plan-visit-uring_coro]
 Task<Outcome> execute(Context& context, const Plan& plan) {
   switch (context.state.venue(plan)) {
-    case Venue::timer:
-      return timer(context.ring, std::get<Wait>(plan).duration);  // a timeout SQE
-    case Venue::loop:
-      return here(plan, context.state.sleeper);  // on this ring's thread
-    case Venue::pool:
-      return on_pool(context, plan);  // the pool, posted back
-    case Venue::thread:
-      return on_new_thread(context, plan);  // a thread, posted back
+    case Venue::timer: return timer(context.ring, std::get<Wait>(plan).duration);  // a timeout SQE
+    case Venue::loop: return here(plan, context.state.sleeper);  // on this ring's thread
+    case Venue::pool: return on_pool(context, plan);             // the pool, posted back
+    case Venue::thread: return on_new_thread(context, plan);     // a thread, posted back
   }
   return here(plan, context.state.sleeper);
 }
@@ -124,8 +120,11 @@ Task<void> converse(Context& context, int fd) {
     // suspended until then, so the buffer outlives the SQE. It is held only for this read: a
     // request that waits (a /delay) holds no read buffer, an idle connection holds one.
     const auto buffer = std::make_unique_for_overwrite<char[]>(read_buffer_bytes);
-    const int n = co_await uring::RecvFor(ring, fd, {buffer.get(), read_buffer_bytes},
-                                          session.deadline() - Clock::now());
+    const auto limit =
+        context.state.draining() ? Clock::duration{} : session.deadline() - Clock::now();
+    context.awaiting_request.insert(fd);
+    const int n = co_await uring::RecvFor(ring, fd, {buffer.get(), read_buffer_bytes}, limit);
+    context.awaiting_request.erase(fd);
     if (n == -ETIME) {
       out.clear();
       if (session.expire(out, Moment::now()) && co_await send_all(ring, fd, out)) {
@@ -138,7 +137,23 @@ Task<void> converse(Context& context, int fd) {
   }
 }
 
+/// A fire-and-forget IORING_OP_ASYNC_CANCEL of every request on `fd` (Linux 5.19).
+void cancel_on(uring::Ring& ring, int fd) {
+  io_uring_sqe* sqe = ring.get_sqe();
+  io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
+  io_uring_sqe_set_data64(sqe, uring::Ring::ignored);
+}
+
 }  // namespace
+
+void drain(Context& context, int listener) {
+  cancel_on(context.ring, listener);  // the accept ends with -ECANCELED
+  // A cancelled RecvFor gives -ETIME (the ring is not stopping): the header deadline came early.
+  for (int fd : context.awaiting_request)
+    cancel_on(context.ring, fd);
+  io_uring_submit(context.ring.native());  // the cancel finds `listener` by its fd: before close
+  ::close(listener);                       // the port refuses new connections from here on
+}
 
 Task<void> serve_connection(Context& context, Fd fd) {
   set_nodelay(fd.get());

@@ -2,6 +2,8 @@
 /// \file connection.hpp
 /// One connection served by one coroutine on one ring, from accept to close.
 
+#include <unordered_set>
+
 #include "cm/fd.hpp"
 #include "cm/server_state.hpp"
 #include "cm/uring/pool.hpp"
@@ -16,7 +18,12 @@ struct Context {
   uring::Ring& ring;   ///< the ring of this loop; every operation goes through it
   uring::Pool& pool;   ///< where the pool venue runs, shared by every ring
   ServerState& state;  ///< what every loop of the server shares
+  std::unordered_set<int> awaiting_request = {};  ///< fds in a recv for a request (for drain)
 };
+
+/// The server drains: cancels every recv for a request (it then ends as if its deadline passed)
+/// and the accept on `listener`, then closes `listener`. On the loop's thread.
+void drain(Context& context, int listener);
 
 /// Serves `fd` until the client closes it, a response ends it, the header timeout passes, or the
 /// ring is cancelled (the server stops); then closes it through the ring.

@@ -80,11 +80,16 @@ class UringServer final : public LoopServer {
   struct Loop {
     std::unique_ptr<uring::Ring> ring = make_ring();
     Fd listener;
+    std::atomic<bool> drain{false};  ///< drain_loop() asked; the loop's thread carries it out
   };
 
   void add_loop(Fd listener) override {
     loops_.push_back(std::make_unique<Loop>());
     loops_.back()->listener = std::move(listener);
+  }
+  void drain_loop(std::size_t i) override {
+    loops_[i]->drain.store(true);
+    loops_[i]->ring->wake();
   }
   void stop_loop(std::size_t i) override {
     stopping_.store(true, std::memory_order_release);
@@ -101,8 +106,11 @@ class UringServer final : public LoopServer {
     Context context{ring, pool_, state_};
     try {
       ring.spawn(accept_connections(context, loops_[i]->listener.get()));
-      while (!stopping_.load(std::memory_order_acquire))
+      while (!stopping_.load(std::memory_order_acquire)) {
         ring.run_once();
+        if (loops_[i]->drain.exchange(false))
+          uring_coro::drain(context, loops_[i]->listener.release());
+      }
       // Pending reads, sends, timeouts and the accept complete with -ECANCELED; new ones are
       // refused; a job on the pool comes back (the sleeper was interrupted) and finds the same.
       ring.cancel_all();
@@ -117,7 +125,7 @@ class UringServer final : public LoopServer {
   uring::Task<void> accept_connections(Context& context, int listener) {
     for (;;) {
       const int fd = co_await uring::Accept(context.ring, listener);
-      if (fd == -ECANCELED || context.ring.cancelled()) {
+      if (fd == -ECANCELED || context.ring.cancelled() || state_.draining()) {
         if (fd >= 0) ::close(fd);
         co_return;
       }

@@ -30,6 +30,9 @@ class LoopServer : public Server {
   /// Interrupts every sleep, stop_loop() for each, joins their threads, stopped(), then joins the
   /// call threads. Idempotent, thread-safe.
   void stop() final;
+  /// Marks the server draining, then drain_loop() for each loop.
+  void drain() final;
+  std::size_t requests_in_flight() const final { return state_.sessions.in_flight.load(); }
   std::uint16_t port() const final { return port_; }
   std::size_t open_connections() const final { return state_.open.load(); }
   std::string_view model() const final { return model_; }
@@ -42,6 +45,10 @@ class LoopServer : public Server {
   virtual void run_loop(std::size_t index) = 0;
   /// From stop()'s thread: makes loop `index` close its listener and its connections and return.
   virtual void stop_loop(std::size_t index) = 0;
+  /// From drain()'s thread: makes loop `index` close its listener, and close every connection that
+  /// waits for a request (as if its header deadline had passed). The Session closes the others
+  /// after their reply.
+  virtual void drain_loop(std::size_t index) = 0;
   /// After every loop's thread was joined: join what the loops shared (an offload pool) and
   /// release what they held, so that stop() returns with every fd closed.
   virtual void stopped() {}

@@ -57,6 +57,13 @@ class Server {
   virtual void start() = 0;
   /// Stops accepting, ends every connection, joins every thread. Idempotent, thread-safe.
   virtual void stop() = 0;
+  /// Graceful drain; returns at once. Stops accepting (closes the listeners), closes every
+  /// connection that waits for a request, and answers every request in flight -- a waiting
+  /// /delay, a /block in a pool, pipelined requests already received -- with `Connection: close`.
+  /// The server is drained when open_connections() is 0; stop() then (or at a deadline) ends it.
+  virtual void drain() = 0;
+  /// Requests parsed and not yet answered, over every connection.
+  virtual std::size_t requests_in_flight() const = 0;
   /// The port bound by start() (the chosen one when asked for port 0).
   virtual std::uint16_t port() const = 0;
   /// Connections currently held open (accepted and not yet closed), for tests and stats.

@@ -28,13 +28,16 @@ struct ServerState {
   Admission admission;               ///< blocking_threads + blocking_queue slots; beyond -> 503
   CallThreads call_threads;          ///< --offload thread: a thread per call, joined off the loops
   std::atomic<std::size_t> open{0};  ///< connections held, over every loop
+  SessionShared sessions;            ///< drain, and the requests in flight
+  /// Whether drain() began: a connection that waits for a request is closed, not kept.
+  bool draining() const { return sessions.draining.load(std::memory_order_acquire); }
 
   /// Where this plan's step runs under the server's --wait-mode and --offload.
   Venue venue(const Plan& plan) const {
     return cm::venue(plan, options.wait_mode, options.offload);
   }
   /// The Session of a connection accepted at `now`.
-  Session session(Moment now) const { return Session(name, options.header_timeout, now); }
+  Session session(Moment now) { return Session(name, options.header_timeout, now, &sessions); }
 
  private:
   static ServerOptions resolve(ServerOptions o, unsigned default_threads) {

@@ -17,6 +17,7 @@
 /// `Now` whose reply is `100 Continue` (an interim reply: write it like any other, then go on), or
 /// as its refusal, answered before the body is read.
 
+#include <atomic>
 #include <chrono>
 #include <optional>
 #include <string>
@@ -39,12 +40,22 @@ struct Moment {
   }
 };
 
+/// What the sessions of one server share: whether it drains (a reply then closes its connection
+/// once no input is held after it), and the count of requests parsed and not yet answered.
+struct SessionShared {
+  std::atomic<bool> draining{false};
+  std::atomic<std::size_t> in_flight{0};
+};
+
 class Session {
  public:
-  /// `server_name` is the Server header ("cm-blocking"); it must outlive the session. The first
-  /// request's head must arrive within `header_timeout` of `now` (the accept).
+  /// `server_name` is the Server header ("cm-blocking"); it must outlive the session, and so must
+  /// `shared` (if given). The first request's head must arrive within `header_timeout` of `now`.
   Session(std::string_view server_name, std::chrono::milliseconds header_timeout, Moment now,
-          Limits limits = {});
+          SessionShared* shared = nullptr, Limits limits = {});
+  ~Session();
+  Session(Session&& other) noexcept;
+  Session& operator=(Session&&) = delete;
 
   /// Hands over bytes read from the connection. They are kept until parsed.
   void received(std::string_view bytes);
@@ -75,8 +86,10 @@ class Session {
  private:
   bool has_partial_request() const;
   std::optional<Plan> refuse(Reply reply);
+  Plan give(Plan plan);  // counts the request in flight
 
   std::string_view server_name_;
+  SessionShared* shared_;
   std::chrono::milliseconds header_timeout_;
   std::chrono::steady_clock::time_point deadline_;
   RequestParser parser_;
@@ -86,6 +99,7 @@ class Session {
   bool request_http10_ = false;
   bool request_head_ = false;  // HEAD: the reply goes without its body
   bool interim_ = false;       // the plan out is a 100 Continue; the request goes on after it
+  bool answering_ = false;     // a request was given out by next() and not yet answered
   bool keep_alive_ = true;
   bool done_ = false;  // the connection closes after the reply in flight
 };

@@ -2,6 +2,7 @@
 /// \file signals.hpp
 /// SIGINT/SIGTERM as a value one thread waits for, instead of an async handler.
 
+#include <chrono>
 #include <csignal>
 
 namespace cm {
@@ -13,6 +14,8 @@ class StopSignals {
   StopSignals();
   /// Waits until SIGINT or SIGTERM arrives; returns its number.
   int wait() const;
+  /// The same, for at most `limit`; 0 if none came.
+  int wait_for(std::chrono::milliseconds limit) const;
 
  private:
   sigset_t set_;
