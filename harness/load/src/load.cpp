@@ -331,7 +331,13 @@ Result run(const Options& options) {
 
   // --- gather ----------------------------------------------------------------------------------
   gather_failures();
+  result.window_start_ns = start;
+  result.window_end_ns = end;
+  std::vector<SlotTally> tallies;
+  tallies.reserve(options.connections);
   for (const auto& w : workers) {
+    std::vector<SlotTally> t = w->tallies();
+    tallies.insert(tallies.end(), t.begin(), t.end());
     result.requests += w->requests_in_window;
     result.responses_total += w->live_completed.load();
     result.reconnects += w->reconnects;
@@ -340,6 +346,7 @@ Result run(const Options& options) {
     result.overshoot_us.merge(w->overshoot_us);
     result.client_spin_s += static_cast<double>(w->spin_ns_in_window) / 1e9;
   }
+  result.fairness = fairness(tallies, start, end);
   result.spin_us = static_cast<double>(options.spin.count());
   result.client_cpu_s = cpu_window_end - cpu_window_start;
   result.client_cpu_total_s = cpu_seconds() - cpu_at_start;
@@ -382,6 +389,14 @@ nlohmann::json to_json(const Result& r) {
         {"body", r.errors.body},
         {"early", r.errors.early}}},
       {"errors_total", r.errors.total()},
+      {"connections_in_window", r.fairness.connections},
+      {"starved_connections", r.fairness.starved},
+      {"fairness_jain", r.fairness.jain},
+      {"max_gap_ms", r.fairness.max_gap_ms},
+      {"answers_per_connection",
+       {{"min", r.fairness.answers_min},
+        {"p50", r.fairness.answers_p50},
+        {"max", r.fairness.answers_max}}},
       {"latency_us", histogram(r.latency_us)},
       {"overshoot_us", histogram(r.overshoot_us)},
       {"client_cpu_s", r.client_cpu_s},
@@ -442,6 +457,11 @@ void print_summary(std::ostream& out, const Result& r) {
       << ", body " << r.errors.body << ", early " << r.errors.early << ")";
   if (r.reconnects) out << ", reconnects " << r.reconnects;
   out << "\n";
+  const Fairness& f = r.fairness;
+  out << "  fairness  starved " << f.starved << " of " << f.connections << "   Jain "
+      << std::setprecision(3) << f.jain << "   max gap " << std::setprecision(1) << f.max_gap_ms
+      << " ms   answers per connection min " << f.answers_min << " p50 " << f.answers_p50 << " max "
+      << f.answers_max << "\n";
   if (!r.connect_failures.empty()) out << "  " << connection_line(r) << "\n";
   out.flush();
 }

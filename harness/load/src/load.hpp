@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fairness.hpp"
 #include "histogram.hpp"
 
 namespace cm::load {
@@ -82,6 +83,12 @@ struct Result {
   double client_cpu_total_s = 0;      ///< ... during the whole run
   double client_spin_s = 0;           ///< of client_cpu_s, polling that found nothing (--spin-us)
   double spin_us = 0;                 ///< the --spin-us it ran with
+  /// Per connection slot, its correct answers inside the window: starved slots, Jain's index,
+  /// the longest gap (fairness.hpp). Over the slots open at some instant of the window.
+  Fairness fairness;
+  /// The measured window on the monotonic clock (CLOCK_MONOTONIC, ns); 0 when there was none.
+  std::int64_t window_start_ns = 0;
+  std::int64_t window_end_ns = 0;
   double rps() const { return duration_s > 0 ? static_cast<double>(requests) / duration_s : 0; }
 };
 

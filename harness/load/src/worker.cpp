@@ -84,6 +84,9 @@ struct Worker::Connection {
   bool complete = false;
   bool keep_alive = true;
   int status = 0;
+  // Fairness: the slot's answers in the window, kept across reconnects (fairness.hpp).
+  SlotTally tally;
+  std::int64_t open_since_ns = 0;  ///< when its current connection opened
 };
 
 namespace {
@@ -208,6 +211,24 @@ void Worker::run() {
     loop_end = now_ns();
   }
   // Every fd closes with connections_ (RAII); answers in flight are neither counted nor errors.
+  const std::int64_t end = now_ns();
+  for (Connection& c : connections_)
+    if (c.state == Connection::State::open) note_open_in_window(c, end);
+}
+
+void Worker::note_open_in_window(Connection& c, std::int64_t closed_ns) {
+  // Open over [open_since_ns, closed_ns): does that meet the window [start, end)?
+  if (c.open_since_ns < shared_.window_end_ns.load(std::memory_order_relaxed) &&
+      closed_ns > shared_.window_start_ns.load(std::memory_order_relaxed))
+    c.tally.open_in_window = true;
+}
+
+std::vector<SlotTally> Worker::tallies() const {
+  std::vector<SlotTally> out;
+  out.reserve(connections_.size());
+  for (const Connection& c : connections_)
+    out.push_back(c.tally);
+  return out;
 }
 
 void Worker::pump_connects() {
@@ -263,6 +284,7 @@ void Worker::on_connect_ready(Connection& c) {
   ev.data.u64 = c.slot;
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, c.fd.get(), &ev);
   c.state = Connection::State::open;
+  c.open_since_ns = now_ns();
   c.want_write = false;
   live_open.store(live_open.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (c.first_attempt) {
@@ -387,11 +409,12 @@ void Worker::on_response(Connection& c, std::int64_t now) {
   } else {
     live_completed.store(live_completed.load(std::memory_order_relaxed) + 1,
                          std::memory_order_relaxed);
-    if (now >= shared_.window_start_ns.load(std::memory_order_relaxed) &&
-        now < shared_.window_end_ns.load(std::memory_order_relaxed)) {
+    const std::int64_t window_start = shared_.window_start_ns.load(std::memory_order_relaxed);
+    if (now >= window_start && now < shared_.window_end_ns.load(std::memory_order_relaxed)) {
       ++requests_in_window;
       latency_us.record(static_cast<std::uint64_t>(latency_ns / 1000));
       overshoot_us.record(static_cast<std::uint64_t>((latency_ns - least_ns) / 1000));
+      c.tally.record(now, window_start);  // an increment and a timestamp
     }
   }
 
@@ -400,8 +423,10 @@ void Worker::on_response(Connection& c, std::int64_t now) {
 }
 
 void Worker::close_connection(Connection& c) {
-  if (c.state == Connection::State::open)
+  if (c.state == Connection::State::open) {
     live_open.store(live_open.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+    note_open_in_window(c, now_ns());
+  }
   c.fd.reset();  // closing the fd also takes it out of the epoll set
   c.state = Connection::State::idle;
   c.awaiting = false;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cm/fd.hpp"
+#include "fairness.hpp"
 #include "histogram.hpp"
 #include "load.hpp"
 #include "url_template.hpp"
@@ -83,6 +84,8 @@ class Worker {
   std::map<std::string, std::uint64_t> connect_failures() const;
   Histogram latency_us;
   Histogram overshoot_us;
+  /// Each slot's answers in the window (fairness.hpp), in slot order; read after run() returned.
+  std::vector<SlotTally> tallies() const;
 
   /// One connection's state (defined in worker.cpp; public for the llhttp callbacks there).
   struct Connection;
@@ -96,6 +99,7 @@ class Worker {
   void on_readable(Connection& c);
   void on_response(Connection& c, std::int64_t now);
   void reconnect(Connection& c);
+  void note_open_in_window(Connection& c, std::int64_t closed_ns);
   void close_connection(Connection& c);
   void check_timeouts(std::int64_t now);
   void pump_connects();

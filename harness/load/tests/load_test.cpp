@@ -11,6 +11,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <sstream>
+
 #include "load.hpp"
 #include "test_server.hpp"
 
@@ -63,6 +65,61 @@ TEST(Load, CorrectServerGivesNoErrorsAndExactCounts) {
   EXPECT_EQ(r.overshoot_us.count(), r.requests);
   EXPECT_GE(r.latency_us.min(), 10'000u);
   EXPECT_DOUBLE_EQ(r.rps(), static_cast<double>(r.requests) / r.duration_s);
+}
+
+TEST(Load, ReportsTheConnectionsAServerStarves) {
+  // The server never answers its 4th, 8th, 12th and 16th connection. --timeout (5 s) outlasts
+  // the run, so they are never reopened: exactly 4 of the 16 are starved, for the whole window.
+  TestServer server(Behaviour::correct, /*starve_every=*/4);
+  Result r = run(short_run(server.port(), "/delay/{ms}"));
+  const Fairness& f = r.fairness;
+  EXPECT_EQ(r.errors.total(), 0u);
+  EXPECT_EQ(r.reconnects, 0u);
+  EXPECT_EQ(f.connections, kConnections);
+  EXPECT_EQ(f.starved, 4u);
+  // 12 of 16 served: Jain is at most 12/16 whatever they got, and near it when they got alike.
+  EXPECT_LE(f.jain, 0.75 + 1e-12);
+  EXPECT_GT(f.jain, 0.5);
+  // A starved connection waited the whole window, and nobody can wait longer.
+  EXPECT_NEAR(f.max_gap_ms, r.duration_s * 1000, 1e-3);
+  EXPECT_EQ(f.answers_min, 0u);
+  EXPECT_GT(f.answers_p50, 0u);
+  EXPECT_GE(f.answers_max, f.answers_p50);
+
+  auto j = to_json(r);
+  EXPECT_EQ(j["starved_connections"], 4);
+  EXPECT_EQ(j["connections_in_window"], kConnections);
+  EXPECT_EQ(j["answers_per_connection"]["min"], 0);
+  std::ostringstream summary;
+  print_summary(summary, r);
+  EXPECT_NE(summary.str().find("starved 4 of 16"), std::string::npos) << summary.str();
+}
+
+TEST(Load, AnEvenServerStarvesNobody) {
+  TestServer server(Behaviour::correct);
+  Result r = run(short_run(server.port(), "/delay/{ms}"));
+  const Fairness& f = r.fairness;
+  EXPECT_EQ(f.connections, kConnections);
+  EXPECT_EQ(f.starved, 0u);
+  // Delays of 10..60 ms over a 1 s window: about 28 answers each, give or take a few.
+  EXPECT_GT(f.jain, 0.9);
+  EXPECT_LE(f.jain, 1.0);
+  EXPECT_GT(f.answers_min, 0u);
+  // Consecutive answers on one connection are at least a delay (10 ms) apart; the longest gap is
+  // about the longest delay (60 ms), far below the window unless the machine stalls for long.
+  EXPECT_GE(f.max_gap_ms, 10.0);
+  EXPECT_LT(f.max_gap_ms, 500.0);
+}
+
+TEST(Load, AReopenedConnectionKeepsItsSlotsCount) {
+  // Every answer is followed by an unannounced close and a reconnect: counted per connection,
+  // each would have at most one answer; counted per slot, each has many.
+  TestServer server(Behaviour::close_after_answer);
+  Result r = run(short_run(server.port(), "/delay/{ms}"));
+  EXPECT_GT(r.reconnects, 2u * kConnections);
+  EXPECT_EQ(r.fairness.connections, kConnections);
+  EXPECT_EQ(r.fairness.starved, 0u);
+  EXPECT_GE(r.fairness.answers_min, 2u);
 }
 
 TEST(Load, CatchesAnEarlyAnswer) {
@@ -131,6 +188,11 @@ TEST(Load, CountsTimeoutsAndReopens) {
   EXPECT_GT(r.errors.timeout, 0u);
   EXPECT_EQ(r.errors.total(), r.errors.timeout);
   EXPECT_EQ(r.reconnects, r.errors.timeout);
+  // Every slot kept reopening, so each was open in the window, and none was ever answered.
+  EXPECT_EQ(r.fairness.connections, kConnections);
+  EXPECT_EQ(r.fairness.starved, kConnections);
+  EXPECT_EQ(r.fairness.jain, 0.0);
+  EXPECT_NEAR(r.fairness.max_gap_ms, r.duration_s * 1000, 1e-3);
 }
 
 TEST(Load, PlaintextIsCheckedAgainstHelloWorld) {
@@ -173,6 +235,10 @@ TEST(Load, RefusedConnectionsAreReportedNotThrown) {
   EXPECT_EQ(r.errors.connect, kConnections);
   EXPECT_EQ(r.requests, 0u);
   EXPECT_NE(connection_line(r).find("ECONNREFUSED x16"), std::string::npos) << connection_line(r);
+  // Nobody connected: nobody to judge, and no connection counted as starved.
+  EXPECT_EQ(r.fairness.connections, 0u);
+  EXPECT_EQ(r.fairness.starved, 0u);
+  EXPECT_EQ(r.fairness.jain, 0.0);
 }
 
 TEST(Load, OptionsThatMakeNoSenseAreRejected) {
@@ -220,11 +286,35 @@ TEST(Load, JsonHasEveryKeyOfTheContract) {
   o.duration_s = 0.3;
   o.warmup_s = 0;
   auto j = to_json(run(o));
-  for (const char* key :
-       {"tool", "url", "threads", "connections_requested", "connections_open", "connect_failures",
-        "delay_ms", "warmup_s", "duration_s", "requests", "rps", "errors", "errors_total",
-        "latency_us", "overshoot_us", "client_cpu_s", "client_spin_s", "spin_us"})
+  for (const char* key : {"tool",
+                          "url",
+                          "threads",
+                          "connections_requested",
+                          "connections_open",
+                          "connect_failures",
+                          "delay_ms",
+                          "warmup_s",
+                          "duration_s",
+                          "requests",
+                          "rps",
+                          "errors",
+                          "errors_total",
+                          "latency_us",
+                          "overshoot_us",
+                          "client_cpu_s",
+                          "client_spin_s",
+                          "spin_us",
+                          "connections_in_window",
+                          "starved_connections",
+                          "fairness_jain",
+                          "max_gap_ms",
+                          "answers_per_connection"})
     EXPECT_TRUE(j.contains(key)) << key;
+  for (const char* key :
+       {"connections_in_window", "starved_connections", "fairness_jain", "max_gap_ms"})
+    EXPECT_TRUE(j[key].is_number()) << key;
+  for (const char* key : {"min", "p50", "max"})
+    EXPECT_TRUE(j["answers_per_connection"][key].is_number_unsigned()) << key;
   for (const char* key : {"connect", "reset", "timeout", "status", "body", "early"})
     EXPECT_TRUE(j["errors"].contains(key)) << key;
   for (const char* key : {"mean", "p50", "p90", "p99", "p999", "max"}) {

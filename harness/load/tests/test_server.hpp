@@ -26,7 +26,9 @@ enum class Behaviour {
 /// Listens on 127.0.0.1, port 0, from construction to destruction.
 class TestServer {
  public:
-  explicit TestServer(Behaviour behaviour);
+  /// `starve_every` k > 0: the k-th, 2k-th, ... connection accepted is read but never answered
+  /// (whatever the behaviour), as a server that serves some clients and forgets others.
+  explicit TestServer(Behaviour behaviour, unsigned starve_every = 0);
   ~TestServer();
   TestServer(const TestServer&) = delete;
   TestServer& operator=(const TestServer&) = delete;
@@ -40,6 +42,7 @@ class TestServer {
   void serve();
 
   Behaviour behaviour_;
+  unsigned starve_every_;
   int listener_ = -1;
   std::uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
