@@ -28,6 +28,7 @@ struct Client {
   std::uint64_t ms = 0;                  // the request's own delay
   bool plaintext = false;
   bool starved = false;  // never answered (TestServer's starve_every)
+  bool asked = false;    // its first request has arrived
 };
 
 }  // namespace
@@ -52,6 +53,11 @@ TestServer::~TestServer() {
   stop_ = true;
   thread_.join();
   ::close(listener_);
+}
+
+std::vector<std::int64_t> TestServer::first_requests_ns() const {
+  std::lock_guard lock(first_requests_mutex_);
+  return first_requests_ns_;
 }
 
 void TestServer::serve() {
@@ -89,6 +95,13 @@ void TestServer::serve() {
       std::size_t end = c.input.find("\r\n\r\n");
       if (end == std::string::npos || c.due) continue;  // one request at a time (no pipelining)
       // "GET /delay/37 HTTP/1.1": the number after the last '/' of the path.
+      if (!c.asked) {
+        c.asked = true;
+        std::lock_guard lock(first_requests_mutex_);
+        first_requests_ns_.push_back(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+                .count());
+      }
       std::string line = c.input.substr(0, c.input.find("\r\n"));
       c.input.erase(0, end + 4);
       std::string path = line.substr(4, line.rfind(' ') - 4);

@@ -6,7 +6,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 namespace cm::load::test {
 
@@ -37,6 +39,9 @@ class TestServer {
   std::uint16_t port() const { return port_; }
   /// Answers written whole so far.
   std::uint64_t answered() const { return answered_.load(); }
+  /// When each connection's first request arrived whole, in the order seen; steady_clock ns,
+  /// which is CLOCK_MONOTONIC, the clock of Result::window_start_ns.
+  std::vector<std::int64_t> first_requests_ns() const;
 
  private:
   void serve();
@@ -47,6 +52,8 @@ class TestServer {
   std::uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> answered_{0};
+  mutable std::mutex first_requests_mutex_;
+  std::vector<std::int64_t> first_requests_ns_;
   std::thread thread_;
 };
 
