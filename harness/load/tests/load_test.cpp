@@ -361,7 +361,9 @@ TEST(Load, PollingOrSleepingBetweenAnswersCountsTheSame) {
     EXPECT_GE(r.latency_us.min(), 10'000u) << spin_us;
     EXPECT_EQ(r.spin_us, static_cast<double>(spin_us));
     EXPECT_GE(r.client_spin_s, 0.0) << spin_us;
-    if (spin_us == 0) EXPECT_EQ(r.client_spin_s, 0.0);
+    if (spin_us == 0) {
+      EXPECT_EQ(r.client_spin_s, 0.0);
+    }
   }
 }
 
