@@ -178,6 +178,19 @@ Result run(const Options& options) {
   if (!url.has_ms && options.delay)
     throw std::invalid_argument(
         "--delay needs a URL holding {ms}, e.g. http://127.0.0.1:8080/delay/{ms}");
+  // --stagger spreads the first requests over one delay. A URL without {ms} has no --delay to
+  // take it from: rather than guess (or silently not spread), ask for the spread.
+  if (options.stagger_ms && !options.stagger)
+    throw std::invalid_argument("--stagger-ms is the spread of --stagger: give both");
+  if (options.stagger && !options.stagger_ms && !options.delay)
+    throw std::invalid_argument(
+        "--stagger spreads the first requests over the mean --delay, and this URL has no {ms}: "
+        "say over how long with --stagger-ms MS");
+  const double stagger_ms = !options.stagger     ? 0
+                            : options.stagger_ms ? *options.stagger_ms
+                                                 : options.delay->mean();
+  if (!(stagger_ms >= 0 && stagger_ms <= 60'000))
+    throw std::invalid_argument("--stagger-ms must be from 0 to 60000");
 
   Target target;
   target.url = url;
@@ -195,6 +208,9 @@ Result run(const Options& options) {
   target.expect_status = options.expect_status;
   target.timeout_ns = static_cast<std::int64_t>(options.timeout.count()) * 1'000'000;
   target.spin_ns = static_cast<std::int64_t>(options.spin.count()) * 1'000;
+  target.stagger = options.stagger;
+  target.stagger_ns = std::llround(stagger_ms * 1e6);
+  target.connections = options.connections;
 
   unsigned threads = std::min(options.threads, options.connections);
   raise_open_files_limit();
@@ -286,6 +302,8 @@ Result run(const Options& options) {
   result.connections_requested = options.connections;
   result.source_addresses = sources;
   result.delay = options.delay;
+  result.stagger = options.stagger;
+  result.stagger_ms = stagger_ms;
   result.warmup_s = options.warmup_s;
   result.duration_s = options.duration_s;
   result.connect_s = connect_s;
@@ -318,10 +336,20 @@ Result run(const Options& options) {
     if (options.log) *options.log << connection_line(first) << std::endl;
   }
 
-  std::int64_t start = now_ns() + static_cast<std::int64_t>(options.warmup_s * 1e9);
-  std::int64_t end = start + static_cast<std::int64_t>(options.duration_s * 1e9);
+  // With --stagger the first requests go out over the spread from here, and the warm-up only
+  // begins once the spread is over: the window never sees the ramp, and the warm-up is whole.
+  const std::int64_t origin = now_ns();
+  const std::int64_t ramp_end = origin + target.stagger_ns;
+  const std::int64_t start = ramp_end + static_cast<std::int64_t>(options.warmup_s * 1e9);
+  const std::int64_t end = start + static_cast<std::int64_t>(options.duration_s * 1e9);
   shared.window_start_ns.store(start);
   shared.window_end_ns.store(end);
+  if (target.stagger) {
+    shared.stagger_origin_ns.store(origin, std::memory_order_release);
+    for (const auto& w : workers)
+      w->release_first_requests();
+    progress.sleep_until(ramp_end, "stagger", shared);
+  }
   progress.sleep_until(start, "warmup", shared);
   double cpu_window_start = cpu_seconds();
   progress.sleep_until(end, "run", shared);
@@ -331,7 +359,13 @@ Result run(const Options& options) {
 
   // --- gather ----------------------------------------------------------------------------------
   gather_failures();
+  result.window_start_ns = start;
+  result.window_end_ns = end;
+  std::vector<SlotTally> tallies;
+  tallies.reserve(options.connections);
   for (const auto& w : workers) {
+    std::vector<SlotTally> t = w->tallies();
+    tallies.insert(tallies.end(), t.begin(), t.end());
     result.requests += w->requests_in_window;
     result.responses_total += w->live_completed.load();
     result.reconnects += w->reconnects;
@@ -340,10 +374,21 @@ Result run(const Options& options) {
     result.overshoot_us.merge(w->overshoot_us);
     result.client_spin_s += static_cast<double>(w->spin_ns_in_window) / 1e9;
   }
+  result.fairness = fairness(tallies, start, end);
   result.spin_us = static_cast<double>(options.spin.count());
   result.client_cpu_s = cpu_window_end - cpu_window_start;
   result.client_cpu_total_s = cpu_seconds() - cpu_at_start;
   return result;
+}
+
+std::int64_t first_request_offset_ns(unsigned slot, unsigned connections,
+                                     std::int64_t spread_ns) noexcept {
+  if (connections == 0 || spread_ns <= 0) return 0;
+  const std::uint64_t n = connections, spread = static_cast<std::uint64_t>(spread_ns);
+  const std::uint64_t i = std::min<std::uint64_t>(slot, n - 1);
+  // i * spread / n, exactly, without forming i * spread (which can pass 2^64): with
+  // spread = q n + r, it is i q + i r / n, and i r < n^2 <= 2^64.
+  return static_cast<std::int64_t>(i * (spread / n) + i * (spread % n) / n);
 }
 
 nlohmann::json to_json(const Result& r) {
@@ -367,6 +412,8 @@ nlohmann::json to_json(const Result& r) {
       {"connect_failures", failures},
       {"source_addresses", r.source_addresses},
       {"delay_ms", delay},
+      {"stagger", r.stagger},
+      {"stagger_ms", r.stagger_ms},
       {"connect_s", r.connect_s},
       {"warmup_s", r.warmup_s},
       {"duration_s", r.duration_s},
@@ -382,6 +429,14 @@ nlohmann::json to_json(const Result& r) {
         {"body", r.errors.body},
         {"early", r.errors.early}}},
       {"errors_total", r.errors.total()},
+      {"connections_in_window", r.fairness.connections},
+      {"starved_connections", r.fairness.starved},
+      {"fairness_jain", r.fairness.jain},
+      {"max_gap_ms", r.fairness.max_gap_ms},
+      {"answers_per_connection",
+       {{"min", r.fairness.answers_min},
+        {"p50", r.fairness.answers_p50},
+        {"max", r.fairness.answers_max}}},
       {"latency_us", histogram(r.latency_us)},
       {"overshoot_us", histogram(r.overshoot_us)},
       {"client_cpu_s", r.client_cpu_s},
@@ -420,8 +475,12 @@ void print_summary(std::ostream& out, const Result& r) {
     out << " ms";
   }
   out << "\n  " << r.connections_open << "/" << r.connections_requested << " connections, "
-      << r.threads << " threads, " << r.warmup_s << " s warm-up, " << r.duration_s
-      << " s measured\n";
+      << r.threads << " threads, ";
+  if (r.stagger)
+    out << "first requests staggered over " << r.stagger_ms << " ms, ";
+  else
+    out << "no stagger, ";
+  out << r.warmup_s << " s warm-up, " << r.duration_s << " s measured\n";
   out << "  requests " << r.requests << "   rps " << std::fixed << std::setprecision(1) << r.rps()
       << "   client CPU " << std::setprecision(2) << r.client_cpu_s << " s (" << r.client_spin_s
       << " s of it polling idle)\n";
@@ -442,6 +501,11 @@ void print_summary(std::ostream& out, const Result& r) {
       << ", body " << r.errors.body << ", early " << r.errors.early << ")";
   if (r.reconnects) out << ", reconnects " << r.reconnects;
   out << "\n";
+  const Fairness& f = r.fairness;
+  out << "  fairness  starved " << f.starved << " of " << f.connections << "   Jain "
+      << std::setprecision(3) << f.jain << "   max gap " << std::setprecision(1) << f.max_gap_ms
+      << " ms   answers per connection min " << f.answers_min << " p50 " << f.answers_p50 << " max "
+      << f.answers_max << "\n";
   if (!r.connect_failures.empty()) out << "  " << connection_line(r) << "\n";
   out.flush();
 }

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fairness.hpp"
 #include "histogram.hpp"
 
 namespace cm::load {
@@ -42,8 +43,13 @@ struct Options {
   std::optional<std::string> expect_body;       ///< nullopt: the URL's default (url_template.hpp)
   std::optional<std::uint64_t> min_latency_ms;  ///< nullopt: the URL's default
   unsigned source_addresses = 0;                ///< 0 = auto: as many 127.0.0.x as the ports need
-  std::ostream* log = nullptr;                  ///< the connect line goes here (nullptr: silent)
-  bool progress = false;                        ///< and a progress line each second
+  /// Spread the first requests: connection i of N sends its first at i * spread / N after the
+  /// connect phase, instead of as soon as it is open (README.md, "Stagger").
+  bool stagger = false;
+  /// The spread, ms; nullopt: the mean of `delay` (then the URL must hold {ms}).
+  std::optional<double> stagger_ms;
+  std::ostream* log = nullptr;  ///< the connect line goes here (nullptr: silent)
+  bool progress = false;        ///< and a progress line each second
 };
 
 /// Errors by kind. Each failed answer counts once, under the first check it fails, in the order
@@ -70,6 +76,8 @@ struct Result {
   double connect_s = 0;           ///< how long the connect phase took
   std::map<std::string, std::uint64_t> connect_failures;  ///< "ECONNREFUSED", "timeout", ...
   std::optional<DelayRange> delay;
+  bool stagger = false;   ///< the first requests were spread (--stagger)
+  double stagger_ms = 0;  ///< over this long, after the connect phase (0 without --stagger)
   double warmup_s = 0;
   double duration_s = 0;              ///< the measured window
   std::uint64_t requests = 0;         ///< correct answers completed inside the window
@@ -82,6 +90,12 @@ struct Result {
   double client_cpu_total_s = 0;      ///< ... during the whole run
   double client_spin_s = 0;           ///< of client_cpu_s, polling that found nothing (--spin-us)
   double spin_us = 0;                 ///< the --spin-us it ran with
+  /// Per connection slot, its correct answers inside the window: starved slots, Jain's index,
+  /// the longest gap (fairness.hpp). Over the slots open at some instant of the window.
+  Fairness fairness;
+  /// The measured window on the monotonic clock (CLOCK_MONOTONIC, ns); 0 when there was none.
+  std::int64_t window_start_ns = 0;
+  std::int64_t window_end_ns = 0;
   double rps() const { return duration_s > 0 ? static_cast<double>(requests) / duration_s : 0; }
 };
 
@@ -90,6 +104,12 @@ struct Result {
 /// options that make no sense, std::system_error when the client itself cannot be set up.
 /// Failures to connect are not thrown: they are in Result (connections_open may be 0).
 Result run(const Options& options);
+
+/// When connection `slot` (0 .. connections - 1) sends its first request with --stagger, in ns
+/// after the connect phase: slot * spread_ns / connections, rounded down (0 for the first, and
+/// the last one a step short of the spread).
+std::int64_t first_request_offset_ns(unsigned slot, unsigned connections,
+                                     std::int64_t spread_ns) noexcept;
 
 /// The JSON of the contract (README.md): every key always present, numbers not strings.
 nlohmann::json to_json(const Result& result);

@@ -8,6 +8,7 @@
 // Try (with `cm-server --model blocking` running):
 //   cm-load http://127.0.0.1:8080/delay/{ms} --delay 10:90 -c 200 -d 5
 //   cm-load http://127.0.0.1:8080/plaintext -c 100 -t 2 --json out.json
+//   cm-load http://127.0.0.1:8080/delay/{ms} --delay 100 -c 1000 --stagger
 //
 // This file only reads the command line; the work is in load.cpp and worker.cpp.
 
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   long spin_us = options.spin.count();
   std::uint64_t min_latency_ms = 0;
   std::string expect_body;
+  double stagger_ms = 0;
   bool quiet = false;
 
   CLI::App app{"cm-load: closed-loop HTTP/1.1 load that checks every answer"};
@@ -34,6 +36,12 @@ int main(int argc, char** argv) {
   app.add_option("-t,--threads", options.threads, "client threads (event loops)")
       ->capture_default_str();
   app.add_option("--delay", delay, "ms for {ms}: MS, or MIN:MAX drawn uniformly per request");
+  app.add_flag("--stagger", options.stagger,
+               "spread the first requests over the mean --delay: connection i of N sends its "
+               "first at i*delay/N after the connect phase, so they do not answer in waves");
+  auto* stagger_opt = app.add_option(
+      "--stagger-ms", stagger_ms,
+      "the spread of --stagger in ms (implies --stagger; needed when the URL has no {ms})");
   app.add_option("-d,--duration", options.duration_s, "measured window, seconds")
       ->capture_default_str();
   app.add_option("--warmup", options.warmup_s, "warm-up before the window, seconds (not counted)")
@@ -71,6 +79,10 @@ int main(int argc, char** argv) {
     if (!delay.empty()) options.delay = cm::load::DelayRange::parse(delay);
     if (*body_opt) options.expect_body = expect_body;
     if (*latency_opt) options.min_latency_ms = min_latency_ms;
+    if (*stagger_opt) {
+      options.stagger = true;
+      options.stagger_ms = stagger_ms;
+    }
     if (source_addresses != "auto") {
       std::size_t used = 0;
       int n = std::stoi(source_addresses, &used);

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,8 +47,9 @@ constexpr int kMaxEvents = 256;
 constexpr int kScanIntervalMs = 50;
 /// A body longer than any expected one is a wrong body; we keep at most this much of it.
 constexpr std::size_t kMaxBodyKept = 256;
-/// epoll user data of the stop event (slots are indices, far below this).
+/// epoll user data of the stop event and the stagger timer (slots are indices, far below).
 constexpr std::uint64_t kStopToken = UINT64_MAX;
+constexpr std::uint64_t kStaggerToken = UINT64_MAX - 1;
 
 }  // namespace
 
@@ -70,6 +72,7 @@ struct Worker::Connection {
   State state = State::idle;
   cm::Fd fd;
   bool first_attempt = true;  ///< its first connect has not ended yet (Shared::resolved)
+  bool released = true;       ///< may send requests (with --stagger: once its first is due)
   llhttp_t parser{};
   // The request in flight.
   std::string request;          ///< its bytes when the URL has {ms} (else fixed_request_)
@@ -84,6 +87,9 @@ struct Worker::Connection {
   bool complete = false;
   bool keep_alive = true;
   int status = 0;
+  // Fairness: the slot's answers in the window, kept across reconnects (fairness.hpp).
+  SlotTally tally;
+  std::int64_t open_since_ns = 0;  ///< when its current connection opened
 };
 
 namespace {
@@ -139,8 +145,14 @@ Worker::Worker(const Target& target, Shared& shared, unsigned first_slot, unsign
       first_slot_(first_slot),
       rng_(0x9e3779b9u ^ first_slot),
       read_buffer_(64 * 1024) {
-  for (unsigned i = 0; i < count; ++i)
+  for (unsigned i = 0; i < count; ++i) {
     connections_[i].slot = i;
+    connections_[i].released = !target.stagger;
+  }
+  if (target.stagger) {
+    stagger_timer_.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+    if (!stagger_timer_) throw std::system_error(errno, std::generic_category(), "timerfd_create");
+  }
   request_tail_ = " HTTP/1.1\r\nHost: " + target.url.authority() + "\r\n\r\n";
   if (!target.url.has_ms) fixed_request_ = "GET " + target.url.path(0) + request_tail_;
 }
@@ -165,6 +177,13 @@ void Worker::run() {
   stop_ev.data.u64 = kStopToken;
   if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, shared_.stop_event.get(), &stop_ev) != 0)
     throw std::system_error(errno, std::generic_category(), "epoll_ctl(stop event)");
+  if (stagger_timer_) {
+    epoll_event timer_ev{};
+    timer_ev.events = EPOLLIN;
+    timer_ev.data.u64 = kStaggerToken;
+    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, stagger_timer_.get(), &timer_ev) != 0)
+      throw std::system_error(errno, std::generic_category(), "epoll_ctl(stagger timer)");
+  }
 
   for (unsigned i = 0; i < connections_.size(); ++i)
     connect_queue_.push_back(i);
@@ -191,6 +210,10 @@ void Worker::run() {
     }
     for (int i = 0; i < n; ++i) {
       if (events[i].data.u64 == kStopToken) continue;  // the loop condition sees stop
+      if (events[i].data.u64 == kStaggerToken) {
+        on_stagger_timer();
+        continue;
+      }
       Connection& c = connections_[events[i].data.u64];
       if (c.state == Connection::State::connecting) {
         on_connect_ready(c);
@@ -208,6 +231,24 @@ void Worker::run() {
     loop_end = now_ns();
   }
   // Every fd closes with connections_ (RAII); answers in flight are neither counted nor errors.
+  const std::int64_t end = now_ns();
+  for (Connection& c : connections_)
+    if (c.state == Connection::State::open) note_open_in_window(c, end);
+}
+
+void Worker::note_open_in_window(Connection& c, std::int64_t closed_ns) {
+  // Open over [open_since_ns, closed_ns): does that meet the window [start, end)?
+  if (c.open_since_ns < shared_.window_end_ns.load(std::memory_order_relaxed) &&
+      closed_ns > shared_.window_start_ns.load(std::memory_order_relaxed))
+    c.tally.open_in_window = true;
+}
+
+std::vector<SlotTally> Worker::tallies() const {
+  std::vector<SlotTally> out;
+  out.reserve(connections_.size());
+  for (const Connection& c : connections_)
+    out.push_back(c.tally);
+  return out;
 }
 
 void Worker::pump_connects() {
@@ -263,13 +304,50 @@ void Worker::on_connect_ready(Connection& c) {
   ev.data.u64 = c.slot;
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, c.fd.get(), &ev);
   c.state = Connection::State::open;
+  c.open_since_ns = now_ns();
   c.want_write = false;
   live_open.store(live_open.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   if (c.first_attempt) {
     c.first_attempt = false;
     shared_.resolved.fetch_add(1, std::memory_order_relaxed);
   }
-  send_request(c, now_ns());
+  if (c.released) send_request(c, now_ns());  // else on_stagger_timer() sends it when due
+}
+
+// --stagger. Slots are numbered in the order of their offsets, and each worker owns a contiguous
+// run of them, so a worker releases its slots in slot order, with one timer set for the next.
+// A slot released while its connection is not open yet (still connecting, or reconnecting)
+// sends as soon as it opens; from then on it is an ordinary closed loop.
+
+std::int64_t Worker::first_request_due(unsigned slot) const {
+  return shared_.stagger_origin_ns.load(std::memory_order_acquire) +
+         first_request_offset_ns(first_slot_ + slot, target_.connections, target_.stagger_ns);
+}
+
+void Worker::arm_stagger_timer(std::int64_t due_ns) {
+  itimerspec when{};
+  when.it_value.tv_sec = due_ns / 1'000'000'000;
+  when.it_value.tv_nsec = due_ns % 1'000'000'000;
+  if (::timerfd_settime(stagger_timer_.get(), TFD_TIMER_ABSTIME, &when, nullptr) != 0)
+    throw std::system_error(errno, std::generic_category(), "timerfd_settime");
+}
+
+void Worker::release_first_requests() {
+  // NOTE: runs on the main thread, before this worker's timer has ever fired; the worker only
+  // sets the timer again from on_stagger_timer(), so the two never race over it.
+  if (stagger_timer_ && !connections_.empty()) arm_stagger_timer(first_request_due(0));
+}
+
+void Worker::on_stagger_timer() {
+  std::uint64_t expirations = 0;
+  [[maybe_unused]] ssize_t n = ::read(stagger_timer_.get(), &expirations, sizeof expirations);
+  if (shared_.stagger_origin_ns.load(std::memory_order_acquire) == INT64_MAX) return;
+  while (next_release_ < connections_.size() && first_request_due(next_release_) <= now_ns()) {
+    Connection& c = connections_[next_release_++];
+    c.released = true;
+    if (c.state == Connection::State::open && !c.awaiting) send_request(c, now_ns());
+  }
+  if (next_release_ < connections_.size()) arm_stagger_timer(first_request_due(next_release_));
 }
 
 void Worker::connect_failed(Connection& c, const std::string& reason) {
@@ -346,7 +424,8 @@ void Worker::on_readable(Connection& c) {
       on_response(c, now);
       if (c.state != Connection::State::open) return;
     }
-    count_error(&ErrorCounts::reset);
+    // A connection idle until its staggered first request loses nothing when closed: reopen it.
+    if (c.awaiting) count_error(&ErrorCounts::reset);
     return reconnect(c);
   }
   const char* data = read_buffer_.data();
@@ -387,11 +466,12 @@ void Worker::on_response(Connection& c, std::int64_t now) {
   } else {
     live_completed.store(live_completed.load(std::memory_order_relaxed) + 1,
                          std::memory_order_relaxed);
-    if (now >= shared_.window_start_ns.load(std::memory_order_relaxed) &&
-        now < shared_.window_end_ns.load(std::memory_order_relaxed)) {
+    const std::int64_t window_start = shared_.window_start_ns.load(std::memory_order_relaxed);
+    if (now >= window_start && now < shared_.window_end_ns.load(std::memory_order_relaxed)) {
       ++requests_in_window;
       latency_us.record(static_cast<std::uint64_t>(latency_ns / 1000));
       overshoot_us.record(static_cast<std::uint64_t>((latency_ns - least_ns) / 1000));
+      c.tally.record(now, window_start);  // an increment and a timestamp
     }
   }
 
@@ -400,8 +480,10 @@ void Worker::on_response(Connection& c, std::int64_t now) {
 }
 
 void Worker::close_connection(Connection& c) {
-  if (c.state == Connection::State::open)
+  if (c.state == Connection::State::open) {
     live_open.store(live_open.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+    note_open_in_window(c, now_ns());
+  }
   c.fd.reset();  // closing the fd also takes it out of the epoll set
   c.state = Connection::State::idle;
   c.awaiting = false;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cm/fd.hpp"
+#include "fairness.hpp"
 #include "histogram.hpp"
 #include "load.hpp"
 #include "url_template.hpp"
@@ -35,6 +36,11 @@ struct Target {
   std::int64_t timeout_ns = 0;
   /// Poll without sleeping for this long after the last event (0: always sleep in epoll_wait).
   std::int64_t spin_ns = 0;
+  /// --stagger: spread the first requests over stagger_ns (first_request_offset_ns()), counting
+  /// `connections` slots in all; without it, each connection sends as soon as it is open.
+  bool stagger = false;
+  std::int64_t stagger_ns = 0;
+  unsigned connections = 0;
 };
 
 /// State shared by the main thread and the workers.
@@ -43,6 +49,9 @@ struct Shared {
   /// The measured window, monotonic ns; an answer counts when it completes inside it.
   std::atomic<std::int64_t> window_start_ns{INT64_MAX};
   std::atomic<std::int64_t> window_end_ns{INT64_MAX};
+  /// --stagger: the end of the connect phase, from which the first requests' offsets count;
+  /// set once, before Worker::release_first_requests().
+  std::atomic<std::int64_t> stagger_origin_ns{INT64_MAX};
   /// First connection attempts that ended, connected or failed (the connect phase is over when
   /// this reaches the number of connections asked for).
   std::atomic<unsigned> resolved{0};
@@ -68,6 +77,10 @@ class Worker {
   /// itself cannot be set up; everything that goes wrong with a connection is counted instead.
   void run();
 
+  /// --stagger, called by the main thread once shared.stagger_origin_ns is set: arms the timer
+  /// that lets each slot send its first request when due (until then an open connection idles).
+  void release_first_requests();
+
   // Live counters, written by this worker only, read by the progress line (relaxed).
   std::atomic<std::uint64_t> live_completed{0};  ///< correct answers so far, warm-up included
   std::atomic<std::uint64_t> live_errors{0};     ///< errors so far
@@ -83,6 +96,8 @@ class Worker {
   std::map<std::string, std::uint64_t> connect_failures() const;
   Histogram latency_us;
   Histogram overshoot_us;
+  /// Each slot's answers in the window (fairness.hpp), in slot order; read after run() returned.
+  std::vector<SlotTally> tallies() const;
 
   /// One connection's state (defined in worker.cpp; public for the llhttp callbacks there).
   struct Connection;
@@ -96,10 +111,14 @@ class Worker {
   void on_readable(Connection& c);
   void on_response(Connection& c, std::int64_t now);
   void reconnect(Connection& c);
+  void note_open_in_window(Connection& c, std::int64_t closed_ns);
   void close_connection(Connection& c);
   void check_timeouts(std::int64_t now);
   void pump_connects();
   void count_error(std::uint64_t ErrorCounts::*kind);
+  void on_stagger_timer();
+  std::int64_t first_request_due(unsigned slot) const;
+  void arm_stagger_timer(std::int64_t due_ns);
 
   mutable std::mutex failures_mutex_;  // connect failures are rare: a lock costs nothing here
   std::map<std::string, std::uint64_t> connect_failures_;
@@ -114,6 +133,8 @@ class Worker {
   std::string fixed_request_;  // the whole request when the URL has no {ms}
   std::mt19937 rng_;
   std::vector<char> read_buffer_;
+  cm::Fd stagger_timer_;       // --stagger: a timerfd set for the next slot due to start
+  unsigned next_release_ = 0;  // --stagger: slots below this may send their first request
 };
 
 }  // namespace cm::load

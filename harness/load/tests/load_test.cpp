@@ -11,6 +11,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
 #include "load.hpp"
 #include "test_server.hpp"
 
@@ -63,6 +67,128 @@ TEST(Load, CorrectServerGivesNoErrorsAndExactCounts) {
   EXPECT_EQ(r.overshoot_us.count(), r.requests);
   EXPECT_GE(r.latency_us.min(), 10'000u);
   EXPECT_DOUBLE_EQ(r.rps(), static_cast<double>(r.requests) / r.duration_s);
+}
+
+TEST(Load, ReportsTheConnectionsAServerStarves) {
+  // The server never answers its 4th, 8th, 12th and 16th connection. --timeout (5 s) outlasts
+  // the run, so they are never reopened: exactly 4 of the 16 are starved, for the whole window.
+  TestServer server(Behaviour::correct, /*starve_every=*/4);
+  Result r = run(short_run(server.port(), "/delay/{ms}"));
+  const Fairness& f = r.fairness;
+  EXPECT_EQ(r.errors.total(), 0u);
+  EXPECT_EQ(r.reconnects, 0u);
+  EXPECT_EQ(f.connections, kConnections);
+  EXPECT_EQ(f.starved, 4u);
+  // 12 of 16 served: Jain is at most 12/16 whatever they got, and near it when they got alike.
+  EXPECT_LE(f.jain, 0.75 + 1e-12);
+  EXPECT_GT(f.jain, 0.5);
+  // A starved connection waited the whole window, and nobody can wait longer.
+  EXPECT_NEAR(f.max_gap_ms, r.duration_s * 1000, 1e-3);
+  EXPECT_EQ(f.answers_min, 0u);
+  EXPECT_GT(f.answers_p50, 0u);
+  EXPECT_GE(f.answers_max, f.answers_p50);
+
+  auto j = to_json(r);
+  EXPECT_EQ(j["starved_connections"], 4);
+  EXPECT_EQ(j["connections_in_window"], kConnections);
+  EXPECT_EQ(j["answers_per_connection"]["min"], 0);
+  std::ostringstream summary;
+  print_summary(summary, r);
+  EXPECT_NE(summary.str().find("starved 4 of 16"), std::string::npos) << summary.str();
+}
+
+TEST(Load, AnEvenServerStarvesNobody) {
+  TestServer server(Behaviour::correct);
+  Result r = run(short_run(server.port(), "/delay/{ms}"));
+  const Fairness& f = r.fairness;
+  EXPECT_EQ(f.connections, kConnections);
+  EXPECT_EQ(f.starved, 0u);
+  // Delays of 10..60 ms over a 1 s window: about 28 answers each, give or take a few.
+  EXPECT_GT(f.jain, 0.9);
+  EXPECT_LE(f.jain, 1.0);
+  EXPECT_GT(f.answers_min, 0u);
+  // Consecutive answers on one connection are at least a delay (10 ms) apart. No bound above
+  // but the window: a stall of this shared machine is a real gap (over a second was seen here).
+  // Yet k answers cut the window into k + 1 gaps, so the longest is at least window / (k + 1).
+  EXPECT_GE(f.max_gap_ms, 10.0);
+  EXPECT_LT(f.max_gap_ms, r.duration_s * 1000);
+  EXPECT_GE(f.max_gap_ms, r.duration_s * 1000 / static_cast<double>(f.answers_min + 1) - 1e-6);
+}
+
+TEST(Load, AReopenedConnectionKeepsItsSlotsCount) {
+  // Every answer is followed by an unannounced close and a reconnect: counted per connection,
+  // each would have at most one answer; counted per slot, each has many.
+  TestServer server(Behaviour::close_after_answer);
+  Result r = run(short_run(server.port(), "/delay/{ms}"));
+  EXPECT_GT(r.reconnects, 2u * kConnections);
+  EXPECT_EQ(r.fairness.connections, kConnections);
+  EXPECT_EQ(r.fairness.starved, 0u);
+  EXPECT_GE(r.fairness.answers_min, 2u);
+}
+
+TEST(Load, FirstRequestOffsetsAreEvenSteps) {
+  EXPECT_EQ(first_request_offset_ns(0, 4, 100), 0);
+  EXPECT_EQ(first_request_offset_ns(1, 4, 100), 25);
+  EXPECT_EQ(first_request_offset_ns(3, 4, 100), 75);  // the last: a step short of the spread
+  EXPECT_EQ(first_request_offset_ns(2, 3, 100), 66);  // rounded down
+  EXPECT_EQ(first_request_offset_ns(0, 1, 500), 0);
+  EXPECT_EQ(first_request_offset_ns(3, 4, 0), 0);
+  EXPECT_EQ(first_request_offset_ns(19'999, 20'000, 60'000'000'000), 59'997'000'000);
+  // Exact where slot * spread would overflow 64 bits.
+  EXPECT_EQ(first_request_offset_ns(3'999'999'999u, 4'000'000'000u, 60'000'000'000'000),
+            60'000'000'000'000 - 15'000);
+}
+
+/// Runs 10 connections against a correct server with the first requests spread over 500 ms (or
+/// not), and returns the result and when the server saw each first request, sorted.
+std::pair<Result, std::vector<std::int64_t>> first_requests(const std::string& path, bool stagger) {
+  TestServer server(Behaviour::correct);
+  Options o = short_run(server.port(), path);
+  o.connections = 10;
+  o.warmup_s = 0.3;
+  o.stagger = stagger;
+  if (o.delay)
+    o.delay = DelayRange{500, 500};  // the spread is the mean delay
+  else if (stagger)
+    o.stagger_ms = 500;  // a URL without {ms} needs the spread said
+  Result r = run(o);
+  std::vector<std::int64_t> ns = server.first_requests_ns();
+  std::sort(ns.begin(), ns.end());
+  return {r, ns};
+}
+
+TEST(Load, StaggerSpreadsTheFirstRequestsOverTheDelay) {
+  // Connection i of 10 sends its first request 50 i ms after the connect phase, so the server
+  // sees them over 450 ms, the middle one about 250 ms in. The bounds leave room for a thread
+  // stalled on a busy 2-CPU machine (a stall only delays a send), and stay far from the
+  // unstaggered run below, where all ten arrive within a few ms.
+  for (const char* path : {"/delay/{ms}", "/plaintext"}) {
+    auto [r, ns] = first_requests(path, true);
+    ASSERT_EQ(ns.size(), 10u) << path;
+    EXPECT_TRUE(r.stagger) << path;
+    EXPECT_EQ(r.stagger_ms, 500.0) << path;
+    const double span_ms = static_cast<double>(ns.back() - ns.front()) / 1e6;
+    EXPECT_GE(span_ms, 0.6 * 450) << path;
+    EXPECT_LE(span_ms, 450 + 200) << path;
+    const double middle_ms = static_cast<double>(ns[5] - ns.front()) / 1e6;
+    EXPECT_GE(middle_ms, 125) << path;
+    EXPECT_LE(middle_ms, 375) << path;
+    // The warm-up (300 ms) starts when the spread is over (500 ms), so the last first request
+    // (450 ms) comes well before the window: the window never sees the ramp.
+    EXPECT_GE(r.window_start_ns - ns.back(), 150'000'000) << path;
+    EXPECT_EQ(r.errors.total(), 0u) << path;
+    EXPECT_EQ(r.fairness.starved, 0u) << path;
+    std::ostringstream summary;
+    print_summary(summary, r);
+    EXPECT_NE(summary.str().find("first requests staggered over 500 ms"), std::string::npos)
+        << summary.str();
+  }
+  auto [r, ns] = first_requests("/delay/{ms}", false);
+  ASSERT_EQ(ns.size(), 10u);
+  EXPECT_FALSE(r.stagger);
+  EXPECT_EQ(r.stagger_ms, 0.0);
+  EXPECT_LT(static_cast<double>(ns.back() - ns.front()) / 1e6, 0.25 * 450)
+      << "without --stagger every connection sends as soon as it is open";
 }
 
 TEST(Load, CatchesAnEarlyAnswer) {
@@ -131,6 +257,11 @@ TEST(Load, CountsTimeoutsAndReopens) {
   EXPECT_GT(r.errors.timeout, 0u);
   EXPECT_EQ(r.errors.total(), r.errors.timeout);
   EXPECT_EQ(r.reconnects, r.errors.timeout);
+  // Every slot kept reopening, so each was open in the window, and none was ever answered.
+  EXPECT_EQ(r.fairness.connections, kConnections);
+  EXPECT_EQ(r.fairness.starved, kConnections);
+  EXPECT_EQ(r.fairness.jain, 0.0);
+  EXPECT_NEAR(r.fairness.max_gap_ms, r.duration_s * 1000, 1e-3);
 }
 
 TEST(Load, PlaintextIsCheckedAgainstHelloWorld) {
@@ -173,6 +304,10 @@ TEST(Load, RefusedConnectionsAreReportedNotThrown) {
   EXPECT_EQ(r.errors.connect, kConnections);
   EXPECT_EQ(r.requests, 0u);
   EXPECT_NE(connection_line(r).find("ECONNREFUSED x16"), std::string::npos) << connection_line(r);
+  // Nobody connected: nobody to judge, and no connection counted as starved.
+  EXPECT_EQ(r.fairness.connections, 0u);
+  EXPECT_EQ(r.fairness.starved, 0u);
+  EXPECT_EQ(r.fairness.jain, 0.0);
 }
 
 TEST(Load, OptionsThatMakeNoSenseAreRejected) {
@@ -196,6 +331,24 @@ TEST(Load, OptionsThatMakeNoSenseAreRejected) {
   EXPECT_THROW(run(o), std::invalid_argument);  // several sources only on loopback
 }
 
+TEST(Load, StaggerOptionsThatMakeNoSenseAreRejected) {
+  Options o = short_run(1, "/plaintext");
+  o.stagger = true;  // no {ms}, so no --delay to spread over, and no --stagger-ms
+  try {
+    run(o);
+    ADD_FAILURE() << "--stagger without a spread was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--stagger-ms"), std::string::npos) << e.what();
+  }
+  for (double bad : {-1.0, 60'001.0, std::nan("")}) {
+    o.stagger_ms = bad;
+    EXPECT_THROW(run(o), std::invalid_argument) << bad;
+  }
+  o = short_run(1, "/delay/{ms}");
+  o.stagger_ms = 10;  // a spread without --stagger
+  EXPECT_THROW(run(o), std::invalid_argument);
+}
+
 TEST(Load, PollingOrSleepingBetweenAnswersCountsTheSame) {
   // --spin-us only changes how the loop waits: the same server gives the same verdicts, and idle
   // polling is reported only when the loop polls.
@@ -210,7 +363,9 @@ TEST(Load, PollingOrSleepingBetweenAnswersCountsTheSame) {
     EXPECT_GE(r.latency_us.min(), 10'000u) << spin_us;
     EXPECT_EQ(r.spin_us, static_cast<double>(spin_us));
     EXPECT_GE(r.client_spin_s, 0.0) << spin_us;
-    if (spin_us == 0) EXPECT_EQ(r.client_spin_s, 0.0);
+    if (spin_us == 0) {
+      EXPECT_EQ(r.client_spin_s, 0.0);
+    }
   }
 }
 
@@ -225,6 +380,15 @@ TEST(Load, JsonHasEveryKeyOfTheContract) {
         "delay_ms", "warmup_s", "duration_s", "requests", "rps", "errors", "errors_total",
         "latency_us", "overshoot_us", "client_cpu_s", "client_spin_s", "spin_us"})
     EXPECT_TRUE(j.contains(key)) << key;
+  // Fairness and stagger (issue 12); cm-price reads these names.
+  for (const char* key : {"connections_in_window", "starved_connections", "fairness_jain",
+                          "max_gap_ms", "stagger_ms"})
+    EXPECT_TRUE(j[key].is_number()) << key;
+  for (const char* key : {"min", "p50", "max"})
+    EXPECT_TRUE(j["answers_per_connection"][key].is_number_unsigned()) << key;
+  EXPECT_TRUE(j["stagger"].is_boolean());
+  EXPECT_EQ(j["stagger"], false);
+  EXPECT_EQ(j["stagger_ms"], 0);
   for (const char* key : {"connect", "reset", "timeout", "status", "body", "early"})
     EXPECT_TRUE(j["errors"].contains(key)) << key;
   for (const char* key : {"mean", "p50", "p90", "p99", "p999", "max"}) {

@@ -27,11 +27,14 @@ struct Client {
   std::optional<Clock::time_point> due;  // an answer is pending until then
   std::uint64_t ms = 0;                  // the request's own delay
   bool plaintext = false;
+  bool starved = false;  // never answered (TestServer's starve_every)
+  bool asked = false;    // its first request has arrived
 };
 
 }  // namespace
 
-TestServer::TestServer(Behaviour behaviour) : behaviour_(behaviour) {
+TestServer::TestServer(Behaviour behaviour, unsigned starve_every)
+    : behaviour_(behaviour), starve_every_(starve_every) {
   listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (listener_ < 0) throw std::system_error(errno, std::generic_category(), "socket");
   sockaddr_in addr{};
@@ -52,9 +55,15 @@ TestServer::~TestServer() {
   ::close(listener_);
 }
 
+std::vector<std::int64_t> TestServer::first_requests_ns() const {
+  std::lock_guard lock(first_requests_mutex_);
+  return first_requests_ns_;
+}
+
 void TestServer::serve() {
   std::map<int, Client> clients;
   std::uint64_t last_parsed_ms = 0;  // the shared state of Behaviour::shared_state
+  std::uint64_t accepted = 0;
   auto close_client = [&](int fd) {
     ::close(fd);
     clients.erase(fd);
@@ -67,8 +76,11 @@ void TestServer::serve() {
     ::poll(fds.data(), fds.size(), 1);
 
     if (fds[0].revents & POLLIN) {
-      for (int fd; (fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC)) >= 0;)
+      for (int fd; (fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC)) >= 0;) {
+        ++accepted;
         clients[fd] = Client{};
+        clients[fd].starved = starve_every_ > 0 && accepted % starve_every_ == 0;
+      }
     }
     for (std::size_t i = 1; i < fds.size(); ++i) {
       if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
@@ -83,6 +95,13 @@ void TestServer::serve() {
       std::size_t end = c.input.find("\r\n\r\n");
       if (end == std::string::npos || c.due) continue;  // one request at a time (no pipelining)
       // "GET /delay/37 HTTP/1.1": the number after the last '/' of the path.
+      if (!c.asked) {
+        c.asked = true;
+        std::lock_guard lock(first_requests_mutex_);
+        first_requests_ns_.push_back(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+                .count());
+      }
       std::string line = c.input.substr(0, c.input.find("\r\n"));
       c.input.erase(0, end + 4);
       std::string path = line.substr(4, line.rfind(' ') - 4);
@@ -90,7 +109,7 @@ void TestServer::serve() {
       c.ms = c.plaintext ? 0 : std::stoull(path.substr(path.rfind('/') + 1));
       last_parsed_ms = c.ms;
       auto wait = std::chrono::milliseconds(behaviour_ == Behaviour::early ? 0 : c.ms);
-      if (behaviour_ != Behaviour::silent) c.due = Clock::now() + wait;
+      if (behaviour_ != Behaviour::silent && !c.starved) c.due = Clock::now() + wait;
     }
 
     auto now = Clock::now();

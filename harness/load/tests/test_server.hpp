@@ -6,7 +6,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 namespace cm::load::test {
 
@@ -26,7 +28,9 @@ enum class Behaviour {
 /// Listens on 127.0.0.1, port 0, from construction to destruction.
 class TestServer {
  public:
-  explicit TestServer(Behaviour behaviour);
+  /// `starve_every` k > 0: the k-th, 2k-th, ... connection accepted is read but never answered
+  /// (whatever the behaviour), as a server that serves some clients and forgets others.
+  explicit TestServer(Behaviour behaviour, unsigned starve_every = 0);
   ~TestServer();
   TestServer(const TestServer&) = delete;
   TestServer& operator=(const TestServer&) = delete;
@@ -35,15 +39,21 @@ class TestServer {
   std::uint16_t port() const { return port_; }
   /// Answers written whole so far.
   std::uint64_t answered() const { return answered_.load(); }
+  /// When each connection's first request arrived whole, in the order seen; steady_clock ns,
+  /// which is CLOCK_MONOTONIC, the clock of Result::window_start_ns.
+  std::vector<std::int64_t> first_requests_ns() const;
 
  private:
   void serve();
 
   Behaviour behaviour_;
+  unsigned starve_every_;
   int listener_ = -1;
   std::uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> answered_{0};
+  mutable std::mutex first_requests_mutex_;
+  std::vector<std::int64_t> first_requests_ns_;
   std::thread thread_;
 };
 
