@@ -81,9 +81,7 @@ awaitable<Outcome> wait(const Wait& step, Connection& c) {
 // [wait-asio_coro]
 
 /// The step's work on whatever thread this coroutine runs on.
-awaitable<Outcome> here(const Plan& plan, Sleeper& sleeper) {
-  co_return perform(plan, sleeper);
-}
+awaitable<Outcome> here(const Plan& plan, Sleeper& sleeper) { co_return perform(plan, sleeper); }
 
 // [offload-asio_coro]
 /// The step's work on the asio::thread_pool; co_spawn completes `use_awaitable` back on this

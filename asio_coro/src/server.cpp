@@ -81,9 +81,7 @@ class AsioServer final : public LoopServer {
     listener.release();  // the acceptor owns the fd now
     asio::co_spawn(loop.io, accept_loop(loop), asio::detached);
   }
-  void run_loop(std::size_t i) override {
-    loops_[i]->io.run();
-  }  // until no coroutine is left
+  void run_loop(std::size_t i) override { loops_[i]->io.run(); }  // until no coroutine is left
   void drain_loop(std::size_t i) override {
     asio::post(loops_[i]->io, [&loop = *loops_[i]] { loop.drain(); });
   }

@@ -155,9 +155,7 @@ std::size_t RequestParser::feed_head(std::string_view bytes) {
   return consumed + feed_body(bytes.substr(consumed));
 }
 
-const Request& RequestParser::head() const {
-  return impl_->request;
-}
+const Request& RequestParser::head() const { return impl_->request; }
 
 void RequestParser::continue_body() {
   if (state_ != State::expect) return;

@@ -36,9 +36,7 @@ std::optional<std::uint64_t> parse_bounded(std::string_view digits, std::uint64_
 }
 
 /// GET routes answer HEAD too (RFC 9110 9.3.2): the same reply, its body left out on the wire.
-bool get_or_head(const Request& req) {
-  return req.method == "GET" || req.method == "HEAD";
-}
+bool get_or_head(const Request& req) { return req.method == "GET" || req.method == "HEAD"; }
 constexpr std::string_view allow_get = "GET, HEAD";
 
 Reply method_not_allowed(std::string_view allow) {

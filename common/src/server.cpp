@@ -19,13 +19,9 @@ unsigned default_loop_threads() {
   return hw ? hw : 1;
 }
 
-std::string server_header(std::string_view model) {
-  return "cm-" + std::string(model);
-}
+std::string server_header(std::string_view model) { return "cm-" + std::string(model); }
 
-std::string_view to_string(WaitMode mode) {
-  return mode == WaitMode::timer ? "timer" : "sleep";
-}
+std::string_view to_string(WaitMode mode) { return mode == WaitMode::timer ? "timer" : "sleep"; }
 
 std::string_view to_string(Offload offload) {
   switch (offload) {

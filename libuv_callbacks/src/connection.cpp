@@ -1,20 +1,16 @@
 // connection.cpp -- the libuv model's connection: callbacks that read, execute the plan, write.
 //
-// A connection is one object that embeds every libuv handle and request it uses -- the socket,
-// one timer (the header deadline, then the Wait, then the linger), the write and shutdown
-// requests, the uv_work_t of a pool step -- and its cm::Session. So a waiting request costs this
-// object and nothing more. Each callback finds its connection through handle->data, does one step
-// and returns to the loop. Reading goes on while a request is served (input waits in the
-// Session), so the socket stays registered with epoll from accept to close.
+// A connection is one object that embeds every libuv handle and request it uses, and its Session:
+// a waiting request costs this object and nothing more. Each callback finds its connection through
+// handle->data, does one step and returns to the loop. Reading goes on while a request is served
+// (input waits in the Session), so the socket stays registered with epoll from accept to close.
 
 #include "connection.hpp"
 
 namespace cm::libuv_callbacks {
 namespace {
 
-Connection* of(auto* handle) {
-  return static_cast<Connection*>(handle->data);
-}
+Connection* of(auto* handle) { return static_cast<Connection*>(handle->data); }
 
 std::uint64_t ms_until(std::chrono::steady_clock::time_point deadline) {
   const auto left =
@@ -89,8 +85,7 @@ void Connection::start_next() {
   execute();
 }
 
-// Runs the step of the plan just parsed where cm::venue() says. Nothing here blocks the loop
-// unless the options ask for it (--wait-mode sleep, --offload inline).
+// Runs the step where cm::venue() says; nothing blocks the loop unless the options ask for it.
 // [plan-visit-libuv_callbacks]
 void Connection::execute() {
   switch (loop_.state.venue(plan_)) {
@@ -110,11 +105,9 @@ void Connection::wait(std::chrono::milliseconds duration) {
 void Connection::on_wait_timer(uv_timer_t* timer) {
   // libuv's clock is whole milliseconds, read once per loop iteration, so a timer can fire up to
   // a few ms before its real deadline. A Wait is never answered early: check, and wait the rest.
-  if (const std::uint64_t left = ms_until(of(timer)->wait_until_); left > 0) {
-    uv_timer_start(timer, on_wait_timer, left, 0);
-  } else {
-    of(timer)->resume(Outcome::done);
-  }
+  const std::uint64_t left = ms_until(of(timer)->wait_until_);
+  if (left == 0) return of(timer)->resume(Outcome::done);
+  uv_timer_start(timer, on_wait_timer, left, 0);
 }
 
 void Connection::queue_work() {
@@ -137,9 +130,8 @@ void Connection::start_thread() {
     back_.data = this;
     ++handles_open_;
   }
-  // NOTE: the thread reads plan_, writes outcome_, then calls uv_async_send, the one libuv call
-  // that is safe from another thread. The connection is not freed before back_'s callback ran:
-  // close() waits while away_.
+  // NOTE: the thread reads plan_, writes outcome_, then calls uv_async_send (safe from another
+  // thread). The connection is not freed before back_'s callback ran: close() waits while away_.
   away_ = Away::thread;
   auto post_back = [this](Outcome o) { outcome_ = o, uv_async_send(&back_); };
   if (!loop_.state.call_threads.start(plan_, loop_.state.sleeper, post_back)) {
@@ -156,8 +148,7 @@ void Connection::resume(Outcome outcome) {
 }
 
 void Connection::send() {
-  // NOTE: uv_write keeps a pointer to these bytes, not a copy: out_ is a member, and nothing
-  // touches it until on_written.
+  // NOTE: uv_write keeps a pointer to out_, not a copy: nothing touches it until on_written.
   const uv_buf_t buf = uv_buf_init(out_.data(), static_cast<unsigned>(out_.size()));
   if (uv_write(&write_, stream(), &buf, 1, on_written) != 0) close();
 }
@@ -174,8 +165,7 @@ void Connection::on_written(uv_write_t* write, int status) {
 }
 
 void Connection::linger() {
-  // cm::Linger: half-close (the FIN follows the reply), then read and discard until the client
-  // closes or the deadline, so that closing does not reset the connection under the reply.
+  // cm::Linger: half-close (the FIN follows the reply), then discard input till EOF or deadline.
   linger_.emplace(std::chrono::steady_clock::now());
   if (peer_closed_ || uv_shutdown(&shutdown_, stream(), [](uv_shutdown_t*, int) {}) != 0) {
     return close();  // nothing more will come, or no half-close to be had
@@ -195,8 +185,7 @@ void Connection::close() {
 }
 
 void Connection::on_closed(uv_handle_t* handle) {
-  // NOTE: the only place a connection is freed: libuv may use a handle's memory until its close
-  // callback ran, and every handle lives in this object.
+  // NOTE: the only place a connection is freed: libuv uses its handles until their close callback.
   if (--of(handle)->handles_open_ == 0) delete of(handle);
 }
 

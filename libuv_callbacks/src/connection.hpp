@@ -16,23 +16,21 @@ namespace cm::libuv_callbacks {
 
 class Connection;
 
-/// One uv_loop_t and its listening socket, touched by its own thread only (and uv_async_send).
+/// One uv_loop_t and its listening socket, touched by its own thread only (and by wake_up()).
 struct Loop {
   explicit Loop(ServerState& state);  ///< uv_loop_init; throws std::system_error
   ~Loop();                            ///< a loop that never ran closes its handles here
   void listen(Fd socket);             ///< uv_tcp_open + uv_listen; throws std::system_error
   void run();                         ///< the loop's thread: uv_run, then uv_loop_close
-  /// From any thread, once: close everything, let uv_run return.
-  void request_stop() { uv_async_send(&stop); }
-  /// From any thread, once: stop accepting, close every connection that waits for a request.
-  void request_drain() { uv_async_send(&drain); }
+  /// From any thread: drain, or stop (close everything and let uv_run return); stop comes last.
+  void wake_up(bool stop) { stopping = stopping || stop, uv_async_send(&wake); }
 
   ServerState& state;
   uv_loop_t uv{};
   uv_tcp_t listener{};
-  uv_async_t stop{};    ///< request_stop() wakes the loop through it
-  uv_async_t drain{};   ///< request_drain() wakes the loop through it
-  bool closed = false;  ///< uv_loop_close() succeeded
+  uv_async_t wake{};                  ///< wake_up() wakes the loop through it
+  std::atomic<bool> stopping{false};  ///< set before the wake-up that stops the loop
+  bool closed = false;                ///< uv_loop_close() succeeded
   /// NOTE: one read buffer per loop is enough: libuv calls alloc then read, one read at a time,
   /// and on_read copies the bytes into the Session before it returns.
   char read_buffer[read_buffer_bytes];
@@ -46,9 +44,7 @@ class Connection {
   /// Ends the connection: closes its handles now, or when its offloaded step comes back.
   void close();
   /// The server drains: a connection that waits for a request is ended as if its deadline came.
-  void drain() {
-    if (!serving_ && !linger_ && !closing_) on_deadline(&timer_);
-  }
+  void drain() { serving_ || linger_ || closing_ ? void() : on_deadline(&timer_); }
 
  private:
   explicit Connection(Loop& loop);

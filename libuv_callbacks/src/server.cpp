@@ -16,9 +16,9 @@
 //   for i in $(seq 100); do curl -s localhost:8080/delay/1000 & done; wait   # 1 s, not 100 s
 //   (the same with --wait-mode sleep takes 100 s)
 //
-// Shape: one uv_loop_t per thread (cm::LoopServer), each with its own listening socket and its
-// own connections (connection.cpp). Stopping is a uv_async_send, the one libuv call that is safe
-// from another thread: the loop closes its listener and every connection, and uv_run returns.
+// Shape: one uv_loop_t per thread (cm::LoopServer), each with its own listener and connections
+// (connection.cpp). Drain and stop reach a loop by uv_async_send, the one libuv call that is safe
+// from another thread.
 
 #include <cstdio>
 #include <cstdlib>
@@ -35,46 +35,34 @@ void check(int rc, const char* what) {  // libuv's errors are -errno on Unix
   if (rc != 0) throw std::system_error(-rc, std::generic_category(), what);
 }
 
-/// Closes every connection (its socket is the one uv_tcp_t but the listener), or drains it.
-template <bool stop>
-void each_connection(uv_handle_t* handle, void* listener) {
-  if (handle->type != UV_TCP || handle == listener) return;
-  auto* c = static_cast<Connection*>(handle->data);
-  stop ? c->close() : c->drain();
-}
-
-/// The drain handle's callback: stop accepting, end every wait for a request, and itself.
-void on_drain(uv_async_t* drain) {
-  Loop& loop = *static_cast<Loop*>(drain->data);
+/// The wake handle's callback, after a drain or a stop: closes the listener, then drains (or, to
+/// stop, closes) every connection -- every uv_tcp_t but the listener -- and, to stop, itself.
+void on_wake(uv_async_t* wake) {
+  Loop& loop = *static_cast<Loop*>(wake->data);
   auto* listener = reinterpret_cast<uv_handle_t*>(&loop.listener);  // lives in Loop
   if (!uv_is_closing(listener)) uv_close(listener, nullptr);
-  uv_walk(&loop.uv, each_connection<false>, listener);
-  uv_close(reinterpret_cast<uv_handle_t*>(drain), nullptr);  // NOTE: libuv waits out a sender
-}
-
-/// The stop handle's callback: closes the listener, every connection, the drain handle, itself.
-void on_stop(uv_async_t* stop) {
-  Loop& loop = *static_cast<Loop*>(stop->data);
-  auto* listener = reinterpret_cast<uv_handle_t*>(&loop.listener);
-  auto* drain = reinterpret_cast<uv_handle_t*>(&loop.drain);
-  if (!uv_is_closing(listener)) uv_close(listener, nullptr);
-  if (!uv_is_closing(drain)) uv_close(drain, nullptr);
-  uv_walk(&loop.uv, each_connection<true>, listener);
-  uv_close(reinterpret_cast<uv_handle_t*>(stop), nullptr);
-}
+  uv_walk(
+      &loop.uv,
+      [](uv_handle_t* handle, void* loop) {
+        if (handle->type != UV_TCP || handle->data == loop) return;  // the listener
+        auto* c = static_cast<Connection*>(handle->data);
+        static_cast<Loop*>(loop)->stopping ? c->close() : c->drain();
+      },
+      &loop);
+  if (loop.stopping) uv_close(reinterpret_cast<uv_handle_t*>(wake), nullptr);  // NOTE: libuv
+}  // waits out a concurrent uv_async_send before it closes an async (uv__async_spin)
 
 }  // namespace
 
 Loop::Loop(ServerState& server_state) : state(server_state) {
   check(uv_loop_init(&uv), "uv_loop_init");
   uv_tcp_init(&uv, &listener);
-  check(uv_async_init(&uv, &stop, on_stop), "uv_async_init");
-  check(uv_async_init(&uv, &drain, on_drain), "uv_async_init");
-  listener.data = stop.data = drain.data = this;
+  check(uv_async_init(&uv, &wake, on_wake), "uv_async_init");
+  listener.data = wake.data = this;
 }
 
 Loop::~Loop() {
-  if (!closed) request_stop(), run();  // it never ran (start() failed half-way): close it now
+  if (!closed) wake_up(true), run();  // it never ran (start() failed half-way): close it now
 }
 
 void Loop::listen(Fd socket) {
@@ -85,7 +73,8 @@ void Loop::listen(Fd socket) {
 }
 
 void Loop::run() {
-  uv_run(&uv, UV_RUN_DEFAULT);  // returns when no handle or request is active: after on_stop
+  uv_run(&uv,
+         UV_RUN_DEFAULT);  // returns when no handle or request is active: after on_wake stopped it
   closed = uv_loop_close(&uv) == 0;
   if (!closed) std::fprintf(stderr, "libuv_callbacks: a handle outlived its loop\n");  // a bug
 }
@@ -110,8 +99,8 @@ class UvServer final : public LoopServer {
     loops_.back()->listen(std::move(listener));
   }
   void run_loop(std::size_t i) override { loops_[i]->run(); }
-  void stop_loop(std::size_t i) override { loops_[i]->request_stop(); }
-  void drain_loop(std::size_t i) override { loops_[i]->request_drain(); }
+  void stop_loop(std::size_t i) override { loops_[i]->wake_up(/*stop=*/true); }
+  void drain_loop(std::size_t i) override { loops_[i]->wake_up(/*stop=*/false); }
 
   std::vector<std::unique_ptr<Loop>> loops_;
 };

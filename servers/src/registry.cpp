@@ -42,9 +42,7 @@ std::string built_list() {
 
 }  // namespace
 
-std::span<const ModelInfo> built_models() {
-  return registered;
-}
+std::span<const ModelInfo> built_models() { return registered; }
 
 std::unique_ptr<Server> make_server(std::string_view model, const ServerOptions& options) {
   for (const auto& m : registered) {

@@ -53,9 +53,7 @@ Task<Outcome> timer(uring::Ring& ring, std::chrono::milliseconds duration) {
 }
 
 /// The step's work on the ring's own thread.
-Task<Outcome> here(const Plan& plan, Sleeper& sleeper) {
-  co_return perform(plan, sleeper);
-}
+Task<Outcome> here(const Plan& plan, Sleeper& sleeper) { co_return perform(plan, sleeper); }
 
 /// The step's work on a worker of the pool; the coroutine comes back on this ring (its eventfd).
 Task<Outcome> on_pool(Context& context, const Plan& plan) {
