@@ -84,17 +84,16 @@ namespace {
 class UvServer final : public LoopServer {
  public:
   explicit UvServer(ServerOptions options)
-      : LoopServer(std::move(options), "libuv_callbacks", /*nonblocking=*/true) {
-    // libuv's pool is process-wide, made with UV_THREADPOOL_SIZE threads by the first
-    // uv_queue_work: the first server of a process sizes it (each bounds its own Admission).
-    static std::once_flag sized;
-    const std::string threads = std::to_string(state_.options.blocking_threads);
-    std::call_once(sized, [&] { ::setenv("UV_THREADPOOL_SIZE", threads.c_str(), 1); });
-  }
+      : LoopServer(std::move(options), "libuv_callbacks", /*nonblocking=*/true) {}
   ~UvServer() override { stop(); }
 
  private:
   void add_loop(Fd listener) override {  // if it throws, ~Loop closes what was made
+    // libuv's pool is process-wide, made with UV_THREADPOOL_SIZE threads by the first
+    // uv_queue_work: the first server started in a process sizes it (each bounds its Admission).
+    static std::once_flag sized;
+    const std::string threads = std::to_string(state_.options.blocking_threads);
+    std::call_once(sized, [&] { ::setenv("UV_THREADPOOL_SIZE", threads.c_str(), 1); });
     loops_.push_back(std::make_unique<Loop>(state_));
     loops_.back()->listen(std::move(listener));
   }

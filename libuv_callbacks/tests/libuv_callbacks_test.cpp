@@ -1,6 +1,6 @@
-// libuv_callbacks_test.cpp -- what the libuv model promises beyond the conformance suite: a stop
-// leaves every loop closed with no handle, whatever its requests were doing; a full pool answers
-// 503; the sleep anti-pattern serialises a loop; every --offload mode answers the same.
+// libuv_callbacks_test.cpp -- what the libuv model promises beyond the conformance suite and the
+// async models' suite (servers/tests/async_models_test.cpp): a stop leaves every loop closed with
+// no handle, whatever its requests were doing, in every --offload mode.
 //
 // libuv's thread pool is process-wide and sized once per process by the first server started
 // (server.cpp, size_thread_pool), so every server here asks for the same 2 pool threads: then the
@@ -107,109 +107,6 @@ TEST(LibuvCallbacks, StopInterruptsASleepOnTheLoop) {
   expect_clean_stop(*server);
   EXPECT_TRUE(c.closed_by_peer(5s));
 }
-
-TEST(LibuvCallbacks, FullPoolAnswers503WithRetryAfterAndRecovers) {
-  ServerOptions options;
-  options.threads = 1;
-  options.blocking_queue = 1;  // capacity: 2 running + 1 queued
-  auto server = start_server(options);
-  std::vector<Client> admitted;
-  for (unsigned i = 0; i < pool_threads + 1; ++i) {
-    admitted.push_back(Client::connect(server->port()));
-    ASSERT_TRUE(admitted.back().send(get_request("/block/1500")));
-  }
-  std::this_thread::sleep_for(200ms);  // all three are admitted (running or queued)
-
-  Client refused = Client::connect(server->port());
-  ASSERT_TRUE(refused.send(get_request("/block/10")));
-  auto r = refused.read_response();
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 503);
-  EXPECT_EQ(r->header("Retry-After"), "1");
-  for (auto& c : admitted)
-    EXPECT_FALSE(c.readable_now()) << "a 1.5 s block answered already";
-
-  // The loop is not blocked by the pool: a Now is answered while every pool thread sleeps.
-  ASSERT_TRUE(refused.send(get_request("/plaintext")));
-  r = refused.read_response();
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 200);
-
-  for (auto& c : admitted) {
-    auto ok = c.read_response();
-    ASSERT_TRUE(ok);
-    EXPECT_EQ(ok->status, 200);
-    EXPECT_EQ(ok->body, "1500");
-  }
-  ASSERT_TRUE(refused.send(get_request("/block/10")));  // the slots were given back
-  r = refused.read_response();
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 200);
-  EXPECT_EQ(r->body, "10");
-  expect_clean_stop(*server);
-}
-
-TEST(LibuvCallbacks, SleepWaitModeSerialisesTheLoop) {
-  // The anti-pattern, shown as an ordering: with one loop asleep in a /delay, a /delay/0 on
-  // another connection cannot be answered before the long one (in timer mode it is answered
-  // first: the conformance suite checks that).
-  ServerOptions options;
-  options.threads = 1;
-  options.wait_mode = WaitMode::sleep;
-  auto server = start_server(options);
-  Client slow = Client::connect(server->port());
-  Client quick = Client::connect(server->port());
-  ASSERT_TRUE(slow.send(get_request("/delay/300")));
-  std::this_thread::sleep_for(50ms);  // the loop is asleep in the first request now
-  ASSERT_TRUE(quick.send(get_request("/delay/0")));
-  auto q = quick.read_response();
-  ASSERT_TRUE(q);
-  EXPECT_EQ(q->body, "0");
-  // The loop wrote the slow answer before the quick one: it is waiting on its socket already.
-  EXPECT_TRUE(slow.readable_now()) << "/delay/0 was answered while the loop slept";
-  auto s = slow.read_response();
-  ASSERT_TRUE(s);
-  EXPECT_EQ(s->body, "300");
-  expect_clean_stop(*server);
-}
-
-class EveryOffloadMode : public ::testing::TestWithParam<Offload> {};
-
-TEST_P(EveryOffloadMode, AnswersEveryPlanKind) {
-  ServerOptions options;
-  options.threads = 1;
-  options.offload = GetParam();
-  auto server = start_server(options);
-  Client c = Client::connect(server->port());
-  for (const char* path : {"/plaintext", "/delay/5", "/block/20", "/cpu/200", "/delay/0"}) {
-    const auto sent = Clock::now();
-    ASSERT_TRUE(c.send(get_request(path)));
-    auto r = c.read_response();
-    ASSERT_TRUE(r) << path;
-    EXPECT_EQ(r->status, 200) << path;
-    if (std::string_view(path).starts_with("/block/")) {
-      EXPECT_EQ(r->body, "20");
-      EXPECT_GE(r->received_at - sent, 20ms);
-    }
-  }
-  // Pipelined across the offload: the three answers come back in order.
-  ASSERT_TRUE(c.send(get_request("/block/30") + get_request("/cpu/100") + get_request("/delay/1")));
-  for (const char* body : {"30", "100", "1"}) {
-    auto r = c.read_response();
-    ASSERT_TRUE(r);
-    EXPECT_EQ(r->body, body);
-  }
-  expect_clean_stop(*server);
-}
-
-INSTANTIATE_TEST_SUITE_P(Offload, EveryOffloadMode,
-                         ::testing::Values(Offload::standard, Offload::inline_, Offload::pool,
-                                           Offload::thread),
-                         [](const auto& info) {
-                           std::string name(to_string(info.param));
-                           std::erase(name, '_');
-                           return name;
-                         });
 
 }  // namespace
 }  // namespace cm::libuv_callbacks

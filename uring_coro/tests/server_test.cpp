@@ -83,41 +83,6 @@ TEST(UringUnavailable, CmServerSaysSoInOneLine) {
   EXPECT_NE(text.find("io_uring"), std::string::npos) << text;
 }
 
-TEST_F(UringServerTest, AFullPoolAnswers503WithRetryAfter) {
-  start(ServerOptions{.blocking_threads = 1, .blocking_queue = 0});
-  if (!server_) return;
-  Client busy = Client::connect(server_->port());
-  ASSERT_TRUE(busy.send(get_request("/block/400")));
-  std::this_thread::sleep_for(100ms);  // it holds the one slot now
-  const Response refused = get_ok("/block/10");
-  EXPECT_EQ(refused.status, 503);
-  EXPECT_TRUE(refused.header("Retry-After").has_value());
-  auto first = busy.read_response();
-  ASSERT_TRUE(first);
-  EXPECT_EQ(first->status, 200);
-  EXPECT_EQ(first->body, "400");
-  EXPECT_EQ(get_ok("/block/10").body, "10") << "the slot is free again";
-}
-
-class OffloadModes : public UringServerTest, public ::testing::WithParamInterface<Offload> {};
-
-TEST_P(OffloadModes, EveryPlanIsAnsweredCorrectly) {
-  start(ServerOptions{.offload = GetParam()});
-  if (!server_) return;
-  const auto sent = Clock::now();
-  const Response block = get_ok("/block/30");
-  EXPECT_EQ(block.body, "30");
-  EXPECT_GE(Clock::now() - sent, 30ms);
-  EXPECT_EQ(get_ok("/cpu/500").body, "500");
-  EXPECT_EQ(get_ok("/plaintext").body, "Hello, World!");
-  EXPECT_EQ(get_ok("/delay/5").body, "5");
-}
-
-INSTANTIATE_TEST_SUITE_P(Uring, OffloadModes,
-                         ::testing::Values(Offload::standard, Offload::inline_, Offload::pool,
-                                           Offload::thread),
-                         [](const auto& info) { return std::string(to_string(info.param)); });
-
 TEST_F(UringServerTest, WaitModeSleepStillAnswersNeverEarly) {
   start(ServerOptions{.threads = 1, .wait_mode = WaitMode::sleep});
   if (!server_) return;
