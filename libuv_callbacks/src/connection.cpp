@@ -1,11 +1,12 @@
 // connection.cpp -- the libuv model's connection: callbacks that read, execute the plan, write.
 //
-// A connection is one object that embeds every libuv handle and request it uses, and its Session:
-// a waiting request costs this object and nothing more. Each callback finds its connection through
-// handle->data, does one step and returns to the loop. Reading goes on while a request is served
-// (input waits in the Session), so the socket stays registered with epoll from accept to close.
+// A connection is one object holding every libuv handle it uses and its Session: a waiting request
+// costs this object and nothing more. Each callback finds it through handle->data, does one step
+// and returns to the loop. Reading goes on while a request is served (input waits in the Session).
 
 #include "connection.hpp"
+
+#include <algorithm>
 
 namespace cm::libuv_callbacks {
 namespace {
@@ -54,7 +55,7 @@ void Connection::on_deadline(uv_timer_t* timer) {
   c->out_.clear();
   if (!c->session_.expire(c->out_, Moment::now())) return c->close();  // idle: without a word
   c->serving_ = true;
-  c->send();  // a partial request gets its 408, then a lingering close
+  if (c->write_now(nullptr)) c->linger();  // a partial request gets its 408, then a linger
 }
 
 void Connection::on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
@@ -69,50 +70,59 @@ void Connection::on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf
     c->close();  // EOF or an error: this connection ends, silently
   } else {
     c->session_.received({buf->base, static_cast<std::size_t>(nread)});
-    if (!c->serving_) return c->start_next();  // no whole request yet: the header timer runs on
+    if (!c->serving_) return c->serve();  // no whole request yet: the header timer runs on
     if (!c->session_.backlogged()) return;
     uv_read_stop(stream);  // backpressure: more pipelined input waits in the socket
     c->reading_ = false;
   }
 }
 
-void Connection::start_next() {
-  auto plan = session_.next();
-  if (!plan) return;
-  serving_ = true;
-  uv_timer_stop(&timer_);
-  plan_ = std::move(*plan);
-  execute();
+// Answers what the Session holds for as long as each request is done and written at once
+// (pipelining): a loop, not a recursion. Returns when one has to wait.
+void Connection::serve() {
+  while (auto plan = session_.next()) {
+    serving_ = true;
+    uv_timer_stop(&timer_);
+    plan_ = std::move(*plan);
+    if (!execute()) return;  // the step is away: resume() comes back here
+    if (outcome_ == Outcome::stopped) return close();
+    if (!write_now(&reply_for(plan_, outcome_))) return;  // the write is away: on_written
+    if (!session_.keep_alive()) return linger();
+  }
+  serving_ = false;
+  peer_closed_ ? close() : wait_for_request();
 }
 
 // Runs the step where cm::venue() says; nothing blocks the loop unless the options ask for it.
 // [plan-visit-libuv_callbacks]
-void Connection::execute() {
+bool Connection::execute() {  // true: done now, outcome_ says how
   switch (loop_.state.venue(plan_)) {
-    case Venue::timer: return wait(std::get<Wait>(plan_).duration);        // a uv_timer_t in here
-    case Venue::loop: return resume(perform(plan_, loop_.state.sleeper));  // on the loop itself
+    case Venue::timer: return wait(std::get<Wait>(plan_).duration);  // a uv_timer_t in here
+    case Venue::loop: return outcome_ = perform(plan_, loop_.state.sleeper), true;  // right here
     case Venue::pool: return queue_work();      // uv_queue_work; back on the loop when done
-    case Venue::thread: return start_thread();  // a call thread; it posts back via loop_.wake
+    case Venue::thread: return start_thread();  // a call thread; back through back_
   }
+  return true;
 }
 // [plan-visit-libuv_callbacks]
 
-void Connection::wait(std::chrono::milliseconds duration) {
+bool Connection::wait(std::chrono::milliseconds duration) {
+  if (duration.count() == 0) return outcome_ = Outcome::done, true;
   wait_until_ = std::chrono::steady_clock::now() + duration;
-  on_wait_timer(&timer_);  // arms the timer (for 0 ms, answers now)
+  uv_timer_start(&timer_, on_wait_timer, ms_until(wait_until_), 0);
+  return false;
 }
 
 void Connection::on_wait_timer(uv_timer_t* timer) {
-  // libuv's clock is whole milliseconds, read once per loop iteration, so a timer can fire up to
-  // a few ms before its real deadline. A Wait is never answered early: check, and wait the rest.
+  // libuv's clock is whole ms, read once per loop turn: a timer can fire up to a few ms early.
   const std::uint64_t left = ms_until(of(timer)->wait_until_);
   if (left == 0) return of(timer)->resume(Outcome::done);
   uv_timer_start(timer, on_wait_timer, left, 0);
 }
 
-void Connection::queue_work() {
+bool Connection::queue_work() {
   ticket_ = loop_.state.admission.enter();
-  if (!ticket_) return resume(Outcome::refused);  // the pool is full: 503
+  if (!ticket_) return outcome_ = Outcome::refused, true;  // the pool is full: 503
   away_ = Away::pool;
   auto work = [](uv_work_t* w) {  // on a pool thread; the loop does not touch plan_ meanwhile
     of(w)->outcome_ = perform(of(w)->plan_, of(w)->loop_.state.sleeper);
@@ -122,54 +132,54 @@ void Connection::queue_work() {
     of(w)->resume(status == 0 ? of(w)->outcome_ : Outcome::stopped);
   };
   uv_queue_work(&loop_.uv, &work_, work, done);  // fails only for a null callback
+  return false;
 }
 
-void Connection::start_thread() {
+bool Connection::start_thread() {
   if (!back_.loop) {  // the first call thread of this connection: its way back, kept till close
     uv_async_init(&loop_.uv, &back_, [](uv_async_t* a) { of(a)->resume(of(a)->outcome_); });
     back_.data = this;
     ++handles_open_;
   }
-  // NOTE: the thread reads plan_, writes outcome_, then calls uv_async_send (safe from another
-  // thread). The connection is not freed before back_'s callback ran: close() waits while away_.
+  // NOTE: the thread reads plan_, writes outcome_, then uv_async_send()s; close() waits while
+  // away_.
   away_ = Away::thread;
   auto post_back = [this](Outcome o) { outcome_ = o, uv_async_send(&back_); };
-  if (!loop_.state.call_threads.start(plan_, loop_.state.sleeper, post_back)) {
-    resume(Outcome::refused);  // no thread to be had: 503
-  }
+  if (loop_.state.call_threads.start(plan_, loop_.state.sleeper, post_back)) return false;
+  away_ = Away::no;
+  return outcome_ = Outcome::refused, true;  // no thread to be had: 503
 }
 
-void Connection::resume(Outcome outcome) {
+void Connection::resume(Outcome outcome) {  // the step came back; answer, and go on
   away_ = Away::no;
   if (closing_ || outcome == Outcome::stopped) return close();  // close() may have come meanwhile
-  out_.clear();
-  session_.write_reply(reply_for(plan_, outcome), out_, Moment::now());
-  send();
+  if (!write_now(&reply_for(plan_, outcome))) return;
+  session_.keep_alive() ? serve() : linger();
 }
 
-void Connection::send() {
-  // NOTE: uv_write keeps a pointer to out_, not a copy: nothing touches it until on_written.
-  const uv_buf_t buf = uv_buf_init(out_.data(), static_cast<unsigned>(out_.size()));
-  if (uv_write(&write_, stream(), &buf, 1, on_written) != 0) close();
+bool Connection::write_now(const Reply* reply) {  // the reply, or what out_ holds already
+  if (reply) out_.clear(), session_.write_reply(*reply, out_, Moment::now());
+  // uv_try_write first: a reply written at once needs no write request, and libuv 1.44 then does
+  // not touch the socket's epoll registration (after a uv_write, uv__drain does, once per reply).
+  uv_buf_t buf = uv_buf_init(out_.data(), static_cast<unsigned>(out_.size()));
+  const int n = uv_try_write(stream(), &buf, 1);
+  if (n == static_cast<int>(buf.len)) return true;
+  if (n < 0 && n != UV_EAGAIN) return close(), false;
+  buf.base += std::max(n, 0), buf.len -= std::max(n, 0);  // NOTE: uv_write keeps this pointer
+  if (uv_write(&write_, stream(), &buf, 1, on_written) != 0) close();  // out_ stays till then
+  return false;
 }
 
-void Connection::on_written(uv_write_t* write, int status) {
-  Connection* c = of(write);
-  if (status < 0) return c->close();  // the client is gone (or UV_ECANCELED: closing)
-  if (!c->session_.keep_alive()) return c->linger();
-  c->serving_ = false;
-  c->start_next();  // a pipelined request first
-  if (c->serving_) return;
-  if (c->peer_closed_) return c->close();
-  c->wait_for_request();
+void Connection::on_written(uv_write_t* write, int status) {  // < 0: gone, or closing
+  if (status < 0) return of(write)->close();
+  of(write)->session_.keep_alive() ? of(write)->serve() : of(write)->linger();
 }
 
 void Connection::linger() {
   // cm::Linger: half-close (the FIN follows the reply), then discard input till EOF or deadline.
   linger_.emplace(std::chrono::steady_clock::now());
-  if (peer_closed_ || uv_shutdown(&shutdown_, stream(), [](uv_shutdown_t*, int) {}) != 0) {
-    return close();  // nothing more will come, or no half-close to be had
-  }
+  const bool half_closed = uv_shutdown(&shutdown_, stream(), [](uv_shutdown_t*, int) {}) == 0;
+  if (peer_closed_ || !half_closed) return close();  // nothing more will come
   uv_timer_start(
       &timer_, [](uv_timer_t* t) { of(t)->close(); }, ms_until(linger_->deadline()), 0);
   if (!reading_) read();

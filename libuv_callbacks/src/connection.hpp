@@ -22,27 +22,23 @@ struct Loop {
   ~Loop();                            ///< a loop that never ran closes its handles here
   void listen(Fd socket);             ///< uv_tcp_open + uv_listen; throws std::system_error
   void run();                         ///< the loop's thread: uv_run, then uv_loop_close
-  /// From any thread: drain, or stop (close everything and let uv_run return); stop comes last.
+  /// From any thread: drain, or stop (close everything, let uv_run return); stop comes last.
   void wake_up(bool stop) { stopping = stopping || stop, uv_async_send(&wake); }
 
   ServerState& state;
   uv_loop_t uv{};
   uv_tcp_t listener{};
-  uv_async_t wake{};                  ///< wake_up() wakes the loop through it
-  std::atomic<bool> stopping{false};  ///< set before the wake-up that stops the loop
-  bool closed = false;                ///< uv_loop_close() succeeded
-  /// NOTE: one read buffer per loop is enough: libuv calls alloc then read, one read at a time,
-  /// and on_read copies the bytes into the Session before it returns.
-  char read_buffer[read_buffer_bytes];
+  uv_async_t wake{};                    ///< wake_up() wakes the loop through it
+  std::atomic<bool> stopping{false};    ///< set before the wake-up that stops the loop
+  bool closed = false;                  ///< uv_loop_close() succeeded
+  char read_buffer[read_buffer_bytes];  ///< NOTE: one is enough: on_read copies it out at once
 };
 
 /// One accepted connection. Lives from on_connection() to the close callback of its last handle.
 class Connection {
  public:
-  /// The listener's callback: accepts one connection and starts reading its first request.
-  static void on_connection(uv_stream_t* listener, int status);
-  /// Ends the connection: closes its handles now, or when its offloaded step comes back.
-  void close();
+  static void on_connection(uv_stream_t* listener, int status);  ///< the listener's callback
+  void close();  ///< closes its handles now, or when its offloaded step comes back
   /// The server drains: a connection that waits for a request is ended as if its deadline came.
   void drain() { serving_ || linger_ || closing_ ? void() : on_deadline(&timer_); }
 
@@ -52,13 +48,13 @@ class Connection {
   uv_stream_t* stream() { return reinterpret_cast<uv_stream_t*>(&tcp_); }
   void read();
   void wait_for_request();
-  void start_next();
-  void execute();
-  void wait(std::chrono::milliseconds duration);
-  void queue_work();
-  void start_thread();
+  void serve();
+  bool execute();
+  bool wait(std::chrono::milliseconds duration);
+  bool queue_work();
+  bool start_thread();
   void resume(Outcome outcome);
-  void send();
+  bool write_now(const Reply* reply);
   void linger();
   static void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
   static void on_deadline(uv_timer_t* timer);

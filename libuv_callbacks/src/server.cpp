@@ -7,18 +7,14 @@
 // The price is discipline: a callback that blocks stalls every connection of its loop, so /block
 // goes to libuv's pool (uv_queue_work) and back.
 //
-// What it needs: libuv >= 1.44 (Debian's libuv1-dev). Each loop's SO_REUSEPORT socket comes from
-// cm::open_listeners through uv_tcp_open. libuv accepts on its own: it drains the backlog on each
-// readiness and, out of descriptors, accepts and closes with a spare fd (its "EMFILE trick").
+// What it needs: libuv >= 1.44 (Debian's libuv1-dev). libuv accepts on its own: it drains the
+// backlog on each readiness and, out of fds, accepts and closes with a spare one ("EMFILE trick").
 //
-// Try:
-//   build/bin/cm-server --model libuv_callbacks --port 8080 --threads 1
+// Try: build/bin/cm-server --model libuv_callbacks --port 8080 --threads 1, then
 //   for i in $(seq 100); do curl -s localhost:8080/delay/1000 & done; wait   # 1 s, not 100 s
-//   (the same with --wait-mode sleep takes 100 s)
 //
-// Shape: one uv_loop_t per thread (cm::LoopServer), each with its own listener and connections
-// (connection.cpp). Drain and stop reach a loop by uv_async_send, the one libuv call that is safe
-// from another thread.
+// Shape: one uv_loop_t per thread (cm::LoopServer) with its own listener and connections
+// (connection.cpp); drain and stop reach it by uv_async_send, safe from another thread.
 
 #include <cstdio>
 #include <cstdlib>
@@ -73,8 +69,7 @@ void Loop::listen(Fd socket) {
 }
 
 void Loop::run() {
-  uv_run(&uv,
-         UV_RUN_DEFAULT);  // returns when no handle or request is active: after on_wake stopped it
+  uv_run(&uv, UV_RUN_DEFAULT);  // returns once no handle is active: after on_wake stopped it
   closed = uv_loop_close(&uv) == 0;
   if (!closed) std::fprintf(stderr, "libuv_callbacks: a handle outlived its loop\n");  // a bug
 }
