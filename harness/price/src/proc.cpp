@@ -5,9 +5,11 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -143,6 +145,77 @@ std::string cpu_list_string(const std::vector<int>& cpus) {
     i = j + 1;
   }
   return out;
+}
+
+MachineTicks parse_proc_stat(const std::string& text) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.starts_with("cpu ")) continue;
+    std::istringstream fields(line.substr(4));
+    std::vector<std::uint64_t> v;
+    for (std::uint64_t x; v.size() < 8 && fields >> x;)
+      v.push_back(x);
+    if (v.size() < 8)
+      throw std::invalid_argument("/proc/stat: the \"cpu\" line has fewer than 8 fields");
+    // user nice system idle iowait irq softirq steal [guest guest_nice]: guest time is already
+    // counted in user and nice, so the total stops at steal.
+    MachineTicks t;
+    for (std::uint64_t x : v)
+      t.total += x;
+    t.idle = v[3] + v[4];
+    t.steal = v[7];
+    return t;
+  }
+  throw std::invalid_argument("/proc/stat: no \"cpu\" line");
+}
+
+MachineTicks machine_ticks() {
+  std::ifstream in("/proc/stat");
+  if (!in) throw std::system_error(errno, std::generic_category(), "read /proc/stat");
+  std::stringstream s;
+  s << in.rdbuf();
+  return parse_proc_stat(s.str());
+}
+
+double parse_load_average(const std::string& text) {
+  std::istringstream in(text);
+  double one = 0;
+  if (!(in >> one) || one < 0)
+    throw std::invalid_argument("/proc/loadavg: expected the 1-minute load average first");
+  return one;
+}
+
+double load_average_1m() {
+  std::ifstream in("/proc/loadavg");
+  if (!in) throw std::system_error(errno, std::generic_category(), "read /proc/loadavg");
+  std::string line;
+  std::getline(in, line);
+  return parse_load_average(line);
+}
+
+double reaped_children_cpu_seconds() {
+  rusage ru{};
+  ::getrusage(RUSAGE_CHILDREN, &ru);
+  auto seconds = [](const timeval& tv) {
+    return static_cast<double>(tv.tv_sec) + tv.tv_usec / 1e6;
+  };
+  return seconds(ru.ru_utime) + seconds(ru.ru_stime);
+}
+
+MachineShare machine_share(const MachineTicks& before, const MachineTicks& after,
+                           double server_cpu_s, double load_cpu_s, double ticks_per_second) {
+  MachineShare share;
+  if (after.total <= before.total || ticks_per_second <= 0) return share;
+  const double total = static_cast<double>(after.total - before.total);
+  const auto delta = [](std::uint64_t a, std::uint64_t b) {
+    return a > b ? static_cast<double>(a - b) : 0.0;
+  };
+  const double steal = delta(after.steal, before.steal);
+  const double idle = delta(after.idle, before.idle);
+  share.steal = steal / total;
+  const double worked_s = std::max(0.0, total - idle - steal) / ticks_per_second;
+  share.others = std::max(0.0, worked_s - server_cpu_s - load_cpu_s) / (total / ticks_per_second);
+  return share;
 }
 
 std::string describe_wait_status(int status) {

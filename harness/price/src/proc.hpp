@@ -69,6 +69,42 @@ class Child {
   std::optional<int> status_;
 };
 
+/// The machine's CPU time so far, from the "cpu" line of /proc/stat, in clock ticks summed over
+/// every CPU.
+struct MachineTicks {
+  std::uint64_t total = 0;  ///< every field but guest and guest_nice (already in user and nice)
+  std::uint64_t idle = 0;   ///< idle + iowait
+  std::uint64_t steal = 0;  ///< time the hypervisor ran something else while this VM wanted a CPU
+};
+
+/// Parses the text of /proc/stat; throws std::invalid_argument when its "cpu" line is missing or
+/// short (fewer than the 8 fields up to steal).
+MachineTicks parse_proc_stat(const std::string& text);
+
+/// Reads /proc/stat; throws std::system_error when it cannot, std::invalid_argument as above.
+MachineTicks machine_ticks();
+
+/// The 1-minute load average from the text of /proc/loadavg; throws std::invalid_argument.
+double parse_load_average(const std::string& text);
+
+/// Reads /proc/loadavg; throws as parse_load_average, or std::system_error when it cannot.
+double load_average_1m();
+
+/// User + system CPU seconds of the children this process has reaped (getrusage(RUSAGE_CHILDREN)).
+double reaped_children_cpu_seconds();
+
+/// What the rest of the machine did while a row ran, as shares of all the CPUs' time.
+struct MachineShare {
+  double steal = 0;   ///< stolen by the hypervisor
+  double others = 0;  ///< CPU time used by neither the server nor cm-load (other processes)
+};
+
+/// From two /proc/stat readings around a row and the CPU seconds the server and cm-load used
+/// between them: steal = stolen / all ticks; others = (ticks neither idle nor stolen, in seconds,
+/// less the server's and cm-load's seconds, at least 0) / all ticks in seconds.
+MachineShare machine_share(const MachineTicks& before, const MachineTicks& after,
+                           double server_cpu_s, double load_cpu_s, double ticks_per_second);
+
 /// "exit N" / "killed by signal N" for a wait status.
 std::string describe_wait_status(int status);
 

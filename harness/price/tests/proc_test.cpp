@@ -82,6 +82,37 @@ TEST(Proc, ChildOutputGoesToItsLog) {
   std::filesystem::remove(log);
 }
 
+TEST(Proc, ProcStatGivesTheMachinesTicksAndStealTime) {
+  // user nice system idle iowait irq softirq steal guest guest_nice
+  const auto t = parse_proc_stat(
+      "cpu  100 5 50 800 20 3 2 20 40 0\ncpu0 50 2 25 400 10 1 1 10 20 0\nintr 1 2 3\n");
+  EXPECT_EQ(t.total, 100u + 5 + 50 + 800 + 20 + 3 + 2 + 20);  // guest is already in user
+  EXPECT_EQ(t.idle, 820u);
+  EXPECT_EQ(t.steal, 20u);
+  EXPECT_THROW(parse_proc_stat("cpu  1 2 3 4 5 6 7\n"), std::invalid_argument);  // no steal
+  EXPECT_THROW(parse_proc_stat("cpu0 1 2 3 4 5 6 7 8\n"), std::invalid_argument);
+  const auto here = machine_ticks();  // this machine's, whatever it is
+  EXPECT_GE(here.total, here.idle + here.steal);
+}
+
+TEST(Proc, LoadAverageIsTheFirstFigure) {
+  EXPECT_DOUBLE_EQ(parse_load_average("2.35 1.10 0.50 3/210 4242\n"), 2.35);
+  EXPECT_THROW(parse_load_average("busy"), std::invalid_argument);
+  EXPECT_GE(load_average_1m(), 0.0);
+}
+
+TEST(Proc, MachineShareIsStealAndOthersOverAllTheTicks) {
+  // 2 CPUs for 1 s at 100 ticks a second: 200 ticks, of which 100 idle and 20 stolen; the 80
+  // worked (0.8 s) less the server's 0.3 s and cm-load's 0.2 s leave 0.3 s of 2 s to others.
+  const MachineTicks before{1000, 500, 10}, after{1200, 600, 30};
+  const auto share = machine_share(before, after, 0.3, 0.2, 100);
+  EXPECT_DOUBLE_EQ(share.steal, 0.1);
+  EXPECT_DOUBLE_EQ(share.others, 0.15);
+  // Never below zero (the server's CPU is read a little after the ticks), nothing when no time.
+  EXPECT_DOUBLE_EQ(machine_share(before, after, 0.7, 0.2, 100).others, 0.0);
+  EXPECT_DOUBLE_EQ(machine_share(before, before, 0, 0, 100).steal, 0.0);
+}
+
 TEST(Proc, CpuListsPrintAsRanges) {
   EXPECT_EQ(cpu_list_string({0, 1, 2, 5}), "0-2,5");
   EXPECT_EQ(cpu_list_string({3}), "3");
