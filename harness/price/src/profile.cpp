@@ -80,8 +80,8 @@ double mean_delay_ms(const std::string& delay) {
 
 Profile parse_profile(const json& doc) {
   only_keys(doc,
-            {"name", "description", "duration_s", "warmup_s", "timeout_ms", "models", "peers",
-             "server", "load_threads", "chart", "variants", "rows"},
+            {"name", "description", "duration_s", "warmup_s", "rounds", "timeout_ms", "models",
+             "peers", "server", "load_threads", "chart", "variants", "rows"},
             "profile");
   Profile p;
   if (!doc.contains("name")) fail("profile: \"name\" is required");
@@ -91,6 +91,12 @@ Profile parse_profile(const json& doc) {
   if (doc.contains("description")) p.description = text(doc["description"], "description");
   if (doc.contains("duration_s")) p.duration_s = seconds(doc["duration_s"], "duration_s", 0.5);
   if (doc.contains("warmup_s")) p.warmup_s = seconds(doc["warmup_s"], "warmup_s", 0);
+  if (doc.contains("rounds")) {
+    const auto& rounds = doc["rounds"];
+    if (!rounds.is_number_integer() || rounds.get<long long>() < 1 || rounds.get<long long>() > 100)
+      fail("rounds: expected a whole number from 1 to 100 (each row is measured that many times)");
+    p.rounds = rounds.get<unsigned>();
+  }
   if (doc.contains("timeout_ms")) p.timeout_ms = positive(doc["timeout_ms"], "timeout_ms");
   if (doc.contains("models")) {
     p.models = text(doc["models"], "models");
@@ -141,7 +147,8 @@ Profile parse_profile(const json& doc) {
     fail("rows: expected a non-empty list");
   std::set<std::string> ids;
   for (const auto& r : doc["rows"]) {
-    only_keys(r, {"id", "path", "delay_ms", "connections", "sweep", "cpu_ceiling"}, "rows[]");
+    only_keys(r, {"id", "path", "delay_ms", "connections", "sweep", "cpu_ceiling", "stagger"},
+              "rows[]");
     RowSpec row;
     row.id = text(r.value("id", json()), "rows[].id");
     const std::string where = "rows[" + row.id + "]";
@@ -164,8 +171,13 @@ Profile parse_profile(const json& doc) {
       fail(where + ".connections: expected a non-empty list");
     for (const auto& c : r["connections"])
       row.connections.push_back(positive(c, where + ".connections[]"));
-    if (r.contains("sweep")) row.sweep = r["sweep"].get<bool>();
-    if (r.contains("cpu_ceiling")) row.cpu_ceiling = r["cpu_ceiling"].get<bool>();
+    auto flag = [&](const char* key) {
+      if (!r[key].is_boolean()) fail(where + "." + key + ": expected true or false");
+      return r[key].get<bool>();
+    };
+    if (r.contains("sweep")) row.sweep = flag("sweep");
+    if (r.contains("cpu_ceiling")) row.cpu_ceiling = flag("cpu_ceiling");
+    if (r.contains("stagger")) row.stagger = flag("stagger");
     if (row.cpu_ceiling && templ) fail(where + ": a CPU-ceiling row cannot wait ({ms})");
     p.rows.push_back(std::move(row));
   }
@@ -219,6 +231,11 @@ void apply_overrides(Profile& p, const Overrides& o) {
     if (*o.warmup_s < 0) fail("--warmup: not negative");
     p.warmup_s = *o.warmup_s;
   }
+  if (o.rounds) {
+    if (*o.rounds == 0 || *o.rounds > 100)
+      fail("--rounds: from 1 to 100 (each row is measured that many times, servers interleaved)");
+    p.rounds = *o.rounds;
+  }
   auto at_least_one = [](std::optional<unsigned> v, const char* flag) {
     if (v && *v == 0) fail(std::string(flag) + ": at least 1");
     return v;
@@ -243,7 +260,7 @@ std::vector<Row> expand_rows(const Profile& p) {
         delays.emplace_back(d);
       for (const auto& delay : delays) {
         for (unsigned c : spec.connections) {
-          Row row{spec.id, spec.path, delay, 0, 0, c, spec.cpu_ceiling};
+          Row row{spec.id, spec.path, delay, 0, 0, c, spec.cpu_ceiling, spec.stagger};
           if (delay) row.mean_delay_ms = mean_delay_ms(*delay);
           if (auto n = trailing_number(spec.path, "/block/")) row.mean_delay_ms = *n;
           if (auto n = trailing_number(spec.path, "/cpu/")) row.compute_us = *n;
@@ -253,6 +270,10 @@ std::vector<Row> expand_rows(const Profile& p) {
     }
   }
   return out;
+}
+
+bool same_row(const Row& a, const Row& b) {
+  return a.id == b.id && a.path == b.path && a.delay == b.delay && a.connections == b.connections;
 }
 
 unsigned effective_timeout_ms(const Profile& p, const Row& row) {

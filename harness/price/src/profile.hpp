@@ -20,6 +20,7 @@ struct RowSpec {
   std::vector<unsigned> connections;  ///< connection counts
   bool sweep = false;                 ///< --connections / --delay replace this row's lists
   bool cpu_ceiling = false;           ///< this row's rps is the server's CPU ceiling
+  bool stagger = false;               ///< cm-load --stagger: spread the connections' first requests
 };
 
 /// A way to start every model of the profile (e.g. --offload inline); "standard" by default.
@@ -34,6 +35,7 @@ struct Profile {
   std::string description;
   double duration_s = 5;                 ///< measured window of each row
   double warmup_s = 1;                   ///< warm-up before it, not counted
+  unsigned rounds = 1;                   ///< every row is measured this many times, interleaved
   std::optional<unsigned> timeout_ms;    ///< cm-load --timeout (default: see effective_timeout_ms)
   std::string models = "all";            ///< "all" or "async" (every built model but blocking)
   std::vector<std::string> peers;        ///< reference servers: "nginx", "node"
@@ -52,6 +54,7 @@ struct Overrides {
   std::optional<std::vector<unsigned>> connections;  ///< for the sweep rows
   std::optional<std::vector<std::string>> delays;    ///< for the sweep rows
   std::optional<double> duration_s, warmup_s;
+  std::optional<unsigned> rounds;
   std::optional<unsigned> timeout_ms;
   std::optional<unsigned> blocking_workers, pool, loops, server_cpus, load_threads;
 };
@@ -81,7 +84,11 @@ struct Row {
   double compute_us = 0;             ///< N of /cpu/N
   unsigned connections = 0;
   bool cpu_ceiling = false;
+  bool stagger = false;  ///< run cm-load with --stagger
 };
+
+/// The same row of two servers' lists (id, path, delay and connections agree).
+bool same_row(const Row& a, const Row& b);
 
 /// Every row of the profile, CPU-ceiling rows first, each spec in file order.
 std::vector<Row> expand_rows(const Profile& profile);

@@ -125,6 +125,42 @@ TEST(Profile, TimeoutDefaultsToThreeDelaysAndAtLeastTwoSeconds) {
   EXPECT_EQ(effective_timeout_ms(p, slow), 500u);
 }
 
+TEST(Profile, RoundsComeFromTheProfileAndTheFlagOverridesThem) {
+  auto doc = sample();
+  EXPECT_EQ(parse_profile(doc).rounds, 1u);  // absent: one round, as before
+  doc["rounds"] = 3;
+  auto p = parse_profile(doc);
+  EXPECT_EQ(p.rounds, 3u);
+  Overrides o;
+  o.rounds = 5;
+  apply_overrides(p, o);
+  EXPECT_EQ(p.rounds, 5u);
+  for (const json& bad : {json(0), json(-1), json(2.5), json("3"), json(101)}) {
+    doc["rounds"] = bad;
+    EXPECT_THROW(parse_profile(doc), std::invalid_argument) << bad;
+  }
+  Overrides zero;
+  zero.rounds = 0;
+  try {
+    apply_overrides(p, zero);
+    ADD_FAILURE() << "--rounds 0 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--rounds: from 1 to 100"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Profile, ARowCanAskForAStaggeredStart) {
+  auto doc = sample();
+  doc["rows"][0]["stagger"] = true;
+  const auto rows = expand_rows(parse_profile(doc));
+  EXPECT_FALSE(rows[0].stagger);  // /plaintext, the CPU-ceiling row, runs first
+  EXPECT_TRUE(rows[1].stagger);   // every /delay row of the spec
+  EXPECT_TRUE(rows[4].stagger);
+  EXPECT_FALSE(rows[5].stagger);  // /block/7
+  doc["rows"][0]["stagger"] = "yes";
+  EXPECT_THROW(parse_profile(doc), std::invalid_argument);
+}
+
 TEST(Profile, TheShippedProfilesParse) {
   const std::filesystem::path dir = std::filesystem::path(CM_SOURCE_DIR) / "harness/profiles";
   for (const char* name : {"quick", "delay-sweep", "arena", "offload"}) {
