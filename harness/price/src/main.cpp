@@ -3,24 +3,28 @@
 //   build/bin/cm-price quick                         # what `make compare` runs
 //   build/bin/cm-price delay-sweep --connections 100,1000,4000
 //   build/bin/cm-price arena --connections 30000 --server-cpus 32   # a bigger machine
+//   build/bin/cm-price quick --rounds 5              # more rounds than the profile's
 //
 // For each model built into cm-server (and each variant of the profile), then each reference
 // peer (nginx, node): start a server (port 0, --port-file), validate it as HttpArena does, and
-// refuse it if it fails; then, row by row, start a fresh server pinned to its own CPUs, run
-// cm-load pinned to the others, read the server's CPU time and peak RSS from /proc, and price
-// the row against its ceilings. Writes results/<profile>/ and prints the table.
+// refuse it if it fails. Then row by row, each row R times (--rounds, or the profile's), the
+// servers interleaved within a round and in another order each round: start a fresh server
+// pinned to its own CPUs, run cm-load pinned to the others, read the server's CPU time and peak
+// RSS from /proc, and the machine's load, steal time and other processes' CPU around it. Each
+// round is priced against the CPU ceiling of the same round; the tables show the median and the
+// min-max. Writes results/<profile>/ and prints the compact table.
 
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <map>
 #include <sstream>
 
 #include "proc.hpp"
@@ -78,6 +82,9 @@ int main(int argc, char** argv) {
   app.add_option("--delay", delays, "delays (ms, or A:B) of the sweep rows, e.g. 1000 or 10:90");
   app.add_option("--duration", o.duration_s, "measured seconds per row");
   app.add_option("--warmup", o.warmup_s, "warm-up seconds per row, not counted");
+  app.add_option("--rounds", o.rounds,
+                 "measure every row this many times, the servers interleaved in each round "
+                 "(default: the profile's \"rounds\", else 1)");
   app.add_option("--timeout", o.timeout_ms,
                  "cm-load --timeout in ms (default: max(2000, 3 x delay))");
   app.add_option("--blocking-workers", o.blocking_workers, "the blocking model's --threads");
@@ -147,6 +154,22 @@ int main(int argc, char** argv) {
     settings.load_threads = profile.load_threads.value_or(
         static_cast<unsigned>(std::max<std::size_t>(1, settings.load_cpus.size())));
     raise_open_files();
+    // cm-load gains --stagger with issue 12; an older one would refuse the flag, so ask first.
+    const bool wants_stagger = std::any_of(profile.rows.begin(), profile.rows.end(),
+                                           [](const RowSpec& r) { return r.stagger; });
+    std::string stagger_note;
+    if (wants_stagger) {
+      settings.load_has_stagger = load_supports(settings.bin_dir / "cm-load", "--stagger");
+      if (!settings.load_has_stagger) {
+        stagger_note =
+            "Staggered start not available: the profile asks cm-load for --stagger on some rows, "
+            "but " +
+            (settings.bin_dir / "cm-load").string() +
+            " --help does not list it, so those rows ran with every connection starting at "
+            "once (their notes say so).";
+        std::cerr << "cm-price: " << stagger_note << "\n";
+      }
+    }
 
     const auto built = built_models(settings.bin_dir / "cm-server");
     std::vector<std::string> skipped;
@@ -178,24 +201,21 @@ int main(int argc, char** argv) {
     meta["load_threads"] = settings.load_threads;
     meta["warmup_s"] = profile.warmup_s;
     meta["duration_s"] = profile.duration_s;
+    meta["rounds"] = profile.rounds;
+    meta["round_order"] =
+        "row by row; each row round after round; in round k (from 0) of R, the N servers in the "
+        "listed order started floor(k x N / R) places along";
+    meta["load_has_stagger"] = settings.load_has_stagger;
+    meta["stagger_note"] = stagger_note;
 
-    std::cerr << "cm-price: profile " << profile.name << ", " << targets.size()
-              << " servers; server on CPU " << meta["server_cpus"].get<std::string>()
-              << ", cm-load on CPU " << meta["load_cpus"].get<std::string>() << "\n";
-    std::vector<TargetResult> priced;
-    // A model's CPU ceiling comes from the first variant it was priced in (offload: inline, where
-    // the trivial request runs on the loop); its other variants are priced against that.
-    std::map<std::string, std::pair<double, std::string>> ceilings;
-    for (const auto& target : targets) {
-      std::optional<std::pair<double, std::string>> inherited;
-      if (auto it = ceilings.find(target.name); it != ceilings.end()) inherited = it->second;
-      priced.push_back(price_target(target, profile, settings, inherited));
-      if (priced.back().cpu_rps && !inherited)
-        ceilings[target.name] = {*priced.back().cpu_rps, "variant " + target.variant.name};
-      if (!priced.back().priced)
-        std::cerr << "cm-price: " << target.name << " (" << target.variant.name
-                  << ") not priced: " << priced.back().refused << "\n";
-    }
+    std::cerr << "cm-price: profile " << profile.name << ", " << targets.size() << " servers, "
+              << profile.rounds << (profile.rounds == 1 ? " round" : " rounds")
+              << "; server on CPU " << meta["server_cpus"].get<std::string>() << ", cm-load on CPU "
+              << meta["load_cpus"].get<std::string>() << "\n";
+    // A model's CPU ceiling comes from the first variant it is priced in (offload: inline, where
+    // the trivial request runs on the loop); its other variants are priced against that, round
+    // by round.
+    const std::vector<TargetResult> priced = price_targets(targets, profile, settings);
     meta["finished_utc"] = utc_now();
 
     fs::create_directories(results);
@@ -230,7 +250,10 @@ int main(int argc, char** argv) {
       fs::remove_all(settings.work_dir, ignored);
     }
 
-    std::cout << "\n" << markdown_table(priced) << "\n";
+    std::cout << "\n" << compact_table(priced) << "\n";
+    if (profile.rounds > 1)
+      std::cout << "Medians of " << profile.rounds
+                << " rounds (min–max); the full table and the notes are in results.md.\n";
     bool failed = false;
     for (const auto& t : priced) {
       if (!t.priced) {
@@ -238,8 +261,9 @@ int main(int argc, char** argv) {
                   << "): " << t.refused << "\n";
         failed |= t.validation.ok == false;
       }
-      for (const auto& r : t.rows)
-        failed |= !r.error.empty();
+      for (const auto& rr : t.rows)
+        for (const auto& r : rr.rounds)
+          failed |= !r.error.empty();
     }
     for (const auto& s : skipped)
       std::cout << "skipped " << s << "\n";

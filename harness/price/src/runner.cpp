@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -18,6 +19,7 @@
 
 #include "cm/fd.hpp"
 #include "proc.hpp"
+#include "rounds.hpp"
 
 namespace cm::price {
 namespace {
@@ -360,16 +362,18 @@ std::string overshoot_account(const RowResult& r, double offered, double mean_de
          " rps, so the time went into that overshoot";
 }
 
-/// Runs cm-load against a fresh server for one row and prices it.
-RowResult run_row(const Target& target, const Profile& profile, const Settings& settings,
-                  const Row& row, std::optional<double> cpu_rps, int index) {
+/// Runs cm-load against a fresh server for one round of one row: the figures, not yet priced.
+RowResult measure_row(const Target& target, const Profile& profile, const Settings& settings,
+                      const Row& row, unsigned round, std::size_t sequence) {
   const ServerShape shape = shape_of(target, profile, settings);
   RowResult r;
   r.server = target.name;
   r.variant = target.variant.name;
   r.threads = threads_description(target, shape, settings);
   r.row = row;
-  const std::string tag = target.name + "-" + target.variant.name + "-" + std::to_string(index);
+  r.round = round;
+  r.sequence = sequence;
+  const std::string tag = target.name + "-" + target.variant.name + "-" + std::to_string(sequence);
 
   RunningServer server(target, profile, settings, tag);
   // Let the server settle (threads started, first allocations done) before the baseline.
@@ -397,6 +401,10 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
                                 json_file.string(),
                                 "--quiet"};
   if (row.delay) argv.insert(argv.end(), {"--delay", *row.delay});
+  if (row.stagger && settings.load_has_stagger) {
+    argv.push_back("--stagger");
+    r.stagger_passed = true;
+  }
 
   // The server's CPU time, sampled every 50 ms while the load runs.
   std::vector<std::pair<double, double>> samples;
@@ -413,6 +421,17 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   });
+  // What the rest of the machine did while cm-load ran: /proc/stat around it, less the server's
+  // CPU and cm-load's (the children this process reaps: only cm-load ends meanwhile).
+  std::optional<MachineTicks> ticks_before;
+  double server_cpu_before = 0;
+  try {
+    ticks_before = machine_ticks();
+    server_cpu_before = server.cpu_seconds();
+  } catch (const std::exception&) {
+    ticks_before.reset();
+  }
+  const double children_before = reaped_children_cpu_seconds();
   Child load(argv, settings.load_cpus, load_log);
   const auto limit =
       std::chrono::seconds(static_cast<long>(profile.warmup_s + profile.duration_s) + 120);
@@ -425,6 +444,20 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
     if (!connected && read_file(load_log).find("opened") != std::string::npos) connected = now_s();
   }
   const double exited = now_s();
+  if (status && ticks_before) {
+    try {
+      const double load_cpu = reaped_children_cpu_seconds() - children_before;
+      r.machine =
+          machine_share(*ticks_before, machine_ticks(), server.cpu_seconds() - server_cpu_before,
+                        load_cpu, static_cast<double>(::sysconf(_SC_CLK_TCK)));
+    } catch (const std::exception&) {
+      r.machine.reset();  // the server is gone, or /proc/stat unreadable: not known
+    }
+  }
+  try {
+    r.load_average_1m = load_average_1m();
+  } catch (const std::exception&) {
+  }
   if (server.running()) {
     try {
       r.peak_rss_kib = server.status_kib("VmHWM");
@@ -442,9 +475,9 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
     return r;
   }
   if (!server_alive)
-    r.notes.push_back("the server exited during the row (" + stopped + ")");
+    r.notes.push_back({"server-exit", "the server exited during the row (" + stopped + ")"});
   else if (stopped != "exit 0")
-    r.notes.push_back("the server ended with " + stopped + " on SIGTERM");
+    r.notes.push_back({"server-stop", "the server ended with " + stopped + " on SIGTERM"});
   if (*status != 0 && !fs::exists(json_file)) {
     r.error = "cm-load " + describe_wait_status(*status) + ": " + tail(load_log);
     return r;
@@ -461,9 +494,9 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
     const double window_start =
         connected ? *connected + r.load.at("warmup_s").get<double>() : exited - window;
     if (!connected)
-      r.notes.push_back(
-          "cm-load printed no \"opened\" line: the CPU window is the last "
-          "seconds before it exited");
+      r.notes.push_back({"no-opened-line",
+                         "cm-load printed no \"opened\" line: the CPU window is the last "
+                         "seconds before it exited"});
     std::lock_guard lock(samples_mutex);
     r.server_cpu_s = cpu_between(samples, window_start, window_start + window);
     const double cpus =
@@ -477,15 +510,35 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
     const double load_work_s =
         r.load.at("client_cpu_s").get<double>() - r.load.value("client_spin_s", 0.0);
     r.load_busy = window > 0 ? std::max(0.0, load_work_s) / (window * load_cpus) : 0;
+    // Checked here, so that pricing and the report can read them without a second look.
+    if (!r.load.at("connect_failures").is_object())
+      throw std::runtime_error("connect_failures is not an object");
+    if (!r.load.at("delay_ms").is_null() && !r.load.at("delay_ms").is_object())
+      throw std::runtime_error("delay_ms is neither null nor an object");
+    r.load.at("errors").at("timeout").get<long long>();
+    r.load.at("errors_total").get<long long>();
+    for (const char* key : {"mean", "p50", "p99"}) {
+      r.load.at("latency_us").at(key).get<double>();
+      r.load.at("overshoot_us").at(key).get<double>();
+    }
   } catch (const std::exception& e) {
     r.error =
         "cm-load's JSON (" + json_file.string() + ") is not what the contract says: " + e.what();
+    r.load = json();
     return r;
   }
   if (*status != 0)
-    r.notes.push_back("cm-load " + describe_wait_status(*status) + ": " + tail(load_log, 1));
+    r.notes.push_back(
+        {"load-status", "cm-load " + describe_wait_status(*status) + ": " + tail(load_log, 1)});
+  return r;
+}
 
-  // Price it.
+}  // namespace
+
+void price_round(RowResult& r, ServerKind kind, const ServerShape& shape,
+                 std::optional<double> cpu_rps, unsigned server_cpus) {
+  if (!r.error.empty() || !r.load.is_object()) return;
+  const Row& row = r.row;
   const auto& delay = r.load.at("delay_ms");
   const double mean_delay = delay.is_object() ? delay.at("mean").get<double>() : row.mean_delay_ms;
   // The connections offered: all that were asked for unless some could not connect. (cm-load's
@@ -499,8 +552,9 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
   in.threads = waiting_threads(shape, row.path);
   in.cpu_rps = row.cpu_ceiling ? std::optional<double>(r.rps) : cpu_rps;
   in.compute_us = row.compute_us;
-  in.server_cpus = static_cast<unsigned>(std::max<std::size_t>(1, settings.server_cpus.size()));
+  in.server_cpus = std::max(1u, server_cpus);
   r.ceilings = compute_ceilings(in);
+  r.efficiency.reset();
   if (!row.cpu_ceiling) r.efficiency = efficiency(r.rps, r.ceilings);
 
   // Say what the numbers alone do not.
@@ -508,15 +562,15 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
     std::string why;
     for (const auto& [reason, count] : r.load.at("connect_failures").items())
       why += (why.empty() ? "" : ", ") + reason + " x" + std::to_string(count.get<long long>());
-    r.notes.push_back("cm-load could not open every connection (" + why + "); " +
-                      std::to_string(r.connections_open) + " of " +
-                      std::to_string(row.connections) +
-                      " were open at the end, and the ceilings use that");
+    r.notes.push_back({"connect-failed", "cm-load could not open every connection (" + why + "); " +
+                                             std::to_string(r.connections_open) + " of " +
+                                             std::to_string(row.connections) +
+                                             " were open at the end, and the ceilings use that"});
   } else if (r.connections_open < row.connections) {
     r.notes.push_back(
-        std::to_string(r.connections_open) + " of " + std::to_string(row.connections) +
-        " connections were open at the end of the run (the others were reconnecting after "
-        "a timeout or reset)");
+        {"not-open", std::to_string(r.connections_open) + " of " + std::to_string(row.connections) +
+                         " connections were open at the end of the run (the others were "
+                         "reconnecting after a timeout or reset)"});
   }
   // In a closed loop every open connection always has a request in flight, so rps x mean latency
   // should be the connections open; well below, some connections were not being served.
@@ -525,7 +579,7 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
     const auto timeouts = r.load.at("errors").at("timeout").get<long long>();
     std::string note = "about " + fmt("%.0f", r.served) + " of " + fmt("%.0f", offered) +
                        " connections were served (rps x mean latency)";
-    if (target.kind == ServerKind::blocking) {
+    if (kind == ServerKind::blocking) {
       note +=
           "; the other ~" + std::to_string(unserved) +
           " got no answer during the run: with keep-alive a worker serves one connection until it "
@@ -544,93 +598,220 @@ RowResult run_row(const Target& target, const Profile& profile, const Settings& 
     if (r.load.contains("reconnects"))
       note +=
           " and reconnected " + std::to_string(r.load["reconnects"].get<long long>()) + " times";
-    r.notes.push_back(note);
+    r.notes.push_back({"unserved", note});
   }
   // An async model's /block: more connections than pool threads queue for the pool.
-  if (target.kind == ServerKind::async && in.threads && offered > *in.threads && mean_delay > 0) {
-    r.notes.push_back(fmt("%.0f", offered) + " connections share " + fmt("%.0f", *in.threads) +
-                      " threads for a " + fmt("%g", mean_delay) +
-                      " ms blocking call, so a request queues about (" + fmt("%.0f", offered) +
-                      " / " + fmt("%.0f", *in.threads) + " - 1) x " + fmt("%g", mean_delay) +
-                      " = " + fmt("%.0f", (offered / *in.threads - 1) * mean_delay) +
-                      " ms for one: that is its overshoot, not a late timer");
+  if (kind == ServerKind::async && in.threads && offered > *in.threads && mean_delay > 0) {
+    r.notes.push_back(
+        {"pool-queue", fmt("%.0f", offered) + " connections share " + fmt("%.0f", *in.threads) +
+                           " threads for a " + fmt("%g", mean_delay) +
+                           " ms blocking call, so a request queues about (" + fmt("%.0f", offered) +
+                           " / " + fmt("%.0f", *in.threads) + " - 1) x " + fmt("%g", mean_delay) +
+                           " = " + fmt("%.0f", (offered / *in.threads - 1) * mean_delay) +
+                           " ms for one: that is its overshoot, not a late timer"});
   }
   if (r.efficiency && *r.efficiency < 0.97) {
-    r.notes.push_back("reached " + fmt("%.1f", *r.efficiency * 100) + "% of its " +
-                      r.ceilings.bound() + " ceiling; server CPU busy " +
-                      fmt("%.0f", r.server_busy * 100) + "% of " + std::to_string(in.server_cpus) +
-                      " CPU(s), cm-load CPU busy " + fmt("%.0f", r.load_busy * 100) +
-                      "%, p99 overshoot " +
+    r.notes.push_back(
+        {"short", "reached " + fmt("%.1f", *r.efficiency * 100) + "% of its " + r.ceilings.bound() +
+                      " ceiling; server CPU busy " + fmt("%.0f", r.server_busy * 100) + "% of " +
+                      std::to_string(in.server_cpus) + " CPU(s), cm-load CPU busy " +
+                      fmt("%.0f", r.load_busy * 100) + "%, p99 overshoot " +
                       fmt("%.2f", r.load.at("overshoot_us").at("p99").get<double>() / 1000) +
                       " ms, " + std::to_string(r.load.at("errors_total").get<long long>()) +
-                      " errors" + overshoot_account(r, offered, mean_delay));
+                      " errors" + overshoot_account(r, offered, mean_delay)});
   }
-  return r;
 }
 
-}  // namespace
+void price_rounds(TargetResult& t, const ServerShape& shape, unsigned server_cpus,
+                  const std::vector<std::optional<double>>* inherited) {
+  std::size_t rounds = inherited ? inherited->size() : 0;
+  for (const auto& rr : t.rows)
+    rounds = std::max(rounds, rr.rounds.size());
+  t.cpu_rps.assign(rounds, std::nullopt);
+  for (std::size_t k = 0; k < rounds; ++k) {
+    if (inherited) {
+      if (k < inherited->size()) t.cpu_rps[k] = (*inherited)[k];
+      continue;
+    }
+    for (const auto& rr : t.rows) {
+      if (!rr.row.cpu_ceiling || k >= rr.rounds.size()) continue;
+      const RowResult& c = rr.rounds[k];
+      if (c.error.empty() && c.load.is_object()) {
+        t.cpu_rps[k] = c.rps;
+        break;
+      }
+    }
+  }
+  const bool has_ceiling =
+      inherited || std::any_of(t.rows.begin(), t.rows.end(),
+                               [](const RowRounds& rr) { return rr.row.cpu_ceiling; });
+  for (auto& rr : t.rows) {
+    for (std::size_t k = 0; k < rr.rounds.size(); ++k) {
+      RowResult& r = rr.rounds[k];
+      price_round(r, t.target.kind, shape, t.cpu_rps[k], server_cpus);
+      if (!r.error.empty() || !r.load.is_object()) continue;
+      if (has_ceiling && !rr.row.cpu_ceiling && !t.cpu_rps[k])
+        r.notes.push_back({"no-cpu-ceiling",
+                           "no CPU ceiling in this round: its CPU-ceiling row was not measured"});
+      if (inherited && rr.row.path == "/plaintext" && t.cpu_rps[k])
+        r.notes.push_back({"inherited", "priced against " + t.target.name + "'s CPU ceiling from " +
+                                            t.cpu_ceiling_from + " in the same round (" +
+                                            fmt("%.0f", *t.cpu_rps[k]) + " rps)"});
+    }
+  }
+}
 
-TargetResult price_target(const Target& target, const Profile& profile, const Settings& settings,
-                          std::optional<std::pair<double, std::string>> inherited) {
-  TargetResult result;
-  result.target = target;
-  auto rows = rows_for(target, expand_rows(profile));
-  if (inherited) {
-    result.cpu_rps = inherited->first;
-    result.cpu_ceiling_from = inherited->second;
-    for (auto& row : rows)
-      row.cpu_ceiling = false;
+bool load_supports(const fs::path& program, const std::string& flag) {
+  const std::string cmd = "'" + program.string() + "' --help 2>&1";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (!pipe) return false;
+  std::string out;
+  char buf[1024];
+  while (std::fgets(buf, sizeof buf, pipe))
+    out += buf;
+  ::pclose(pipe);
+  // The flag as a word of its own: "--stagger" but not "--stagger-ms" alone.
+  for (std::size_t pos = out.find(flag); pos != std::string::npos; pos = out.find(flag, pos + 1)) {
+    const std::size_t end = pos + flag.size();
+    if (end == out.size() ||
+        !(std::isalnum(static_cast<unsigned char>(out[end])) || out[end] == '-' || out[end] == '_'))
+      return true;
   }
-  const std::string label =
-      target.name + (target.variant.name == "-" ? "" : " (" + target.variant.name + ")");
-  if (rows.empty()) {
-    result.refused = "no row of this profile applies to it";
-    return result;
+  return false;
+}
+
+std::vector<std::size_t> ceiling_sources(const std::vector<Target>& targets) {
+  std::vector<std::size_t> out(targets.size());
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    out[i] = i;
+    for (std::size_t j = 0; j < i; ++j) {
+      if (targets[j].name == targets[i].name) {
+        out[i] = j;
+        break;
+      }
+    }
   }
-  // Validate on a server of its own, so the rows start from a fresh one.
-  try {
-    if (settings.progress) std::cerr << "cm-price: " << label << ": validating\n";
-    RunningServer server(target, profile, settings,
-                         target.name + "-" + target.variant.name + "-validate");
-    result.validation = validate_server(server.port(), validation_plan_for(target, rows));
-    server.stop();
-  } catch (const std::exception& e) {
-    result.refused = std::string("could not start: ") + e.what();
-    return result;
+  return out;
+}
+
+std::vector<TargetResult> price_targets(const std::vector<Target>& targets, const Profile& profile,
+                                        const Settings& settings) {
+  const auto all_rows = expand_rows(profile);
+  const auto sources = ceiling_sources(targets);
+  std::vector<TargetResult> results(targets.size());
+  auto label = [](const Target& t) {
+    return t.name + (t.variant.name == "-" || t.variant.name == "standard"
+                         ? ""
+                         : " (" + t.variant.name + ")");
+  };
+
+  // Validate each target once, on a server of its own, so the rows start from a fresh one.
+  std::vector<std::vector<bool>> runs_row(targets.size(), std::vector<bool>(all_rows.size()));
+  for (std::size_t t = 0; t < targets.size(); ++t) {
+    TargetResult& result = results[t];
+    const Target& target = targets[t];
+    result.target = target;
+    auto rows = rows_for(target, all_rows);
+    if (sources[t] != t) {
+      result.cpu_ceiling_from = "variant " + targets[sources[t]].variant.name;
+      for (auto& row : rows)
+        row.cpu_ceiling = false;  // priced against the ceiling it inherits
+    } else {
+      for (const auto& row : rows)
+        if (row.cpu_ceiling) {
+          result.cpu_ceiling_from = "its " + row.path + " row";
+          break;
+        }
+    }
+    if (rows.empty()) {
+      result.refused = "no row of this profile applies to it";
+      continue;
+    }
+    try {
+      if (settings.progress) std::cerr << "cm-price: " << label(target) << ": validating\n";
+      RunningServer server(target, profile, settings,
+                           target.name + "-" + target.variant.name + "-validate");
+      result.validation = validate_server(server.port(), validation_plan_for(target, rows));
+      server.stop();
+    } catch (const std::exception& e) {
+      result.refused = std::string("could not start: ") + e.what();
+    }
+    if (result.refused.empty() && !result.validation.ok)
+      result.refused = "failed validation: " + result.validation.failure;
+    if (!result.refused.empty()) {
+      if (settings.progress)
+        std::cerr << "cm-price: " << label(target) << " not priced: " << result.refused << "\n";
+      continue;
+    }
+    result.priced = true;
+    for (auto& row : rows) {
+      for (std::size_t i = 0; i < all_rows.size(); ++i) {
+        if (same_row(row, all_rows[i])) {
+          runs_row[t][i] = true;
+          RowRounds rr;
+          rr.row = row;
+          rr.rounds.resize(profile.rounds);
+          result.rows.push_back(std::move(rr));
+          break;
+        }
+      }
+    }
   }
-  if (!result.validation.ok) {
-    result.refused = "failed validation: " + result.validation.failure;
-    return result;
-  }
-  result.priced = true;
-  std::optional<double> cpu_rps = result.cpu_rps;
-  int index = 0;
-  for (const auto& row : rows) {
+
+  // Every run, interleaved: row by row, round after round, the servers in each round's order.
+  const auto steps = schedule(runs_row, profile.rounds);
+  for (std::size_t n = 0; n < steps.size(); ++n) {
+    const Step& step = steps[n];
+    const Target& target = targets[step.target];
+    TargetResult& result = results[step.target];
+    auto rr = std::find_if(result.rows.begin(), result.rows.end(),
+                           [&](const RowRounds& x) { return same_row(x.row, all_rows[step.row]); });
+    const Row& row = rr->row;
     if (settings.progress) {
-      std::cerr << "cm-price: " << label << ": " << row.path
+      std::cerr << "cm-price: [" << n + 1 << "/" << steps.size() << "] round " << step.round + 1
+                << "/" << profile.rounds << ", " << label(target) << ": " << row.path
                 << (row.delay ? " delay " + *row.delay + " ms" : "") << ", " << row.connections
-                << " connections, " << profile.warmup_s << " + " << profile.duration_s << " s\n";
+                << " connections" << (row.stagger && settings.load_has_stagger ? ", staggered" : "")
+                << ", " << profile.warmup_s << " + " << profile.duration_s << " s\n";
     }
     RowResult r;
     try {
-      r = run_row(target, profile, settings, row, cpu_rps, index++);
+      r = measure_row(target, profile, settings, row, step.round, n);
     } catch (const std::exception& e) {
       r.server = target.name;
       r.variant = target.variant.name;
       r.row = row;
+      r.round = step.round;
+      r.sequence = n;
       r.error = e.what();
     }
-    if (row.cpu_ceiling && r.error.empty() && !cpu_rps) {
-      cpu_rps = r.rps;
-      result.cpu_rps = r.rps;
-      result.cpu_ceiling_from = "its " + row.path + " row in this run";
-    }
-    if (!row.cpu_ceiling && row.path == "/plaintext" && inherited)
-      r.notes.push_back("priced against " + target.name + "'s CPU ceiling from " +
-                        inherited->second + " (" + fmt("%.0f", inherited->first) + " rps)");
-    result.rows.push_back(std::move(r));
+    rr->rounds[step.round] = std::move(r);
   }
-  return result;
+  // A round that never ran (its server was not priced) still names its row.
+  for (auto& result : results)
+    for (auto& rr : result.rows)
+      for (std::size_t k = 0; k < rr.rounds.size(); ++k)
+        if (rr.rounds[k].server.empty()) {
+          rr.rounds[k].server = result.target.name;
+          rr.rounds[k].variant = result.target.variant.name;
+          rr.rounds[k].row = rr.row;
+          rr.rounds[k].round = static_cast<unsigned>(k);
+          rr.rounds[k].error = "not run";
+        }
+
+  // Price each round against the CPU ceiling of the same round, the sources first.
+  const unsigned server_cpus =
+      static_cast<unsigned>(std::max<std::size_t>(1, settings.server_cpus.size()));
+  for (std::size_t t = 0; t < results.size(); ++t) {
+    if (!results[t].priced || sources[t] != t) continue;
+    price_rounds(results[t], shape_of(targets[t], profile, settings), server_cpus);
+  }
+  for (std::size_t t = 0; t < results.size(); ++t) {
+    if (!results[t].priced || sources[t] == t) continue;
+    const auto& from = results[sources[t]].cpu_rps;
+    price_rounds(results[t], shape_of(targets[t], profile, settings), server_cpus, &from);
+  }
+  return results;
 }
 
 }  // namespace cm::price

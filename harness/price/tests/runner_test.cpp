@@ -78,5 +78,79 @@ TEST(Runner, ShapeReadsTheVariantsServerArguments) {
             "standard");
 }
 
+TEST(Runner, AVariantTakesItsCpuCeilingFromTheFirstVariantOfItsServer) {
+  const std::vector<Target> targets{{"asio_coro", ServerKind::async, {"inline", {}}},
+                                    {"asio_coro", ServerKind::async, {"pool", {}}},
+                                    {"uring_coro", ServerKind::async, {"inline", {}}},
+                                    {"uring_coro", ServerKind::async, {"pool", {}}},
+                                    {"nginx", ServerKind::peer, {"-", {}}}};
+  EXPECT_EQ(ceiling_sources(targets), (std::vector<std::size_t>{0, 0, 2, 2, 4}));
+}
+
+/// One round of a row, measured: cm-load's figures as price_round reads them.
+RowResult measured(const Row& row, unsigned round, double rps) {
+  RowResult r;
+  r.row = row;
+  r.round = round;
+  r.rps = rps;
+  r.connections_open = row.connections;
+  r.load = nlohmann::json::parse(R"({"connect_failures": {}, "delay_ms": null,
+    "errors": {"timeout": 0}, "errors_total": 0, "reconnects": 0,
+    "latency_us": {"mean": 1000, "p50": 1000, "p99": 2000},
+    "overshoot_us": {"mean": 1000, "p50": 1000, "p99": 2000}})");
+  if (row.delay)
+    r.load["delay_ms"] = {
+        {"min", row.mean_delay_ms}, {"max", row.mean_delay_ms}, {"mean", row.mean_delay_ms}};
+  r.served = served_connections(rps, 1000);
+  return r;
+}
+
+TEST(Runner, EachRoundIsPricedAgainstItsOwnRoundsCpuCeiling) {
+  // /delay/10 at 100,000 connections: 10M rps of connection ceiling, so the CPU ceiling binds.
+  const Row plain{"plaintext", "/plaintext", std::nullopt, 0, 0, 128, true};
+  const Row wait{"delay", "/delay/{ms}", std::string("10"), 10, 0, 100000, false};
+  TargetResult t;
+  t.target = {"asio_coro", ServerKind::async, {"standard", {}}};
+  t.priced = true;
+  t.rows = {{plain, {measured(plain, 0, 1000), measured(plain, 1, 2000), measured(plain, 2, 1500)}},
+            {wait, {measured(wait, 0, 900), measured(wait, 1, 1000), measured(wait, 2, 1350)}}};
+  ServerShape shape;
+  price_rounds(t, shape, 1);
+  EXPECT_EQ(t.cpu_rps, (std::vector<std::optional<double>>{1000, 2000, 1500}));
+  const auto& rounds = t.rows[1].rounds;
+  EXPECT_EQ(rounds[1].ceilings.bound(), "cpu");
+  EXPECT_DOUBLE_EQ(*rounds[0].efficiency, 0.9);
+  EXPECT_DOUBLE_EQ(*rounds[1].efficiency, 0.5);  // the fast round's ceiling, not another's
+  EXPECT_DOUBLE_EQ(*rounds[2].efficiency, 0.9);
+  EXPECT_FALSE(t.rows[0].rounds[0].efficiency);  // the ceiling row defines it
+
+  // A round whose CPU-ceiling row failed has no CPU ceiling, and says so.
+  t.rows[0].rounds[1].error = "cm-load exit 1";
+  for (auto& r : t.rows[1].rounds)
+    r.notes.clear();
+  price_rounds(t, shape, 1);
+  EXPECT_FALSE(t.cpu_rps[1]);
+  EXPECT_FALSE(t.rows[1].rounds[1].ceilings.cpu);
+  EXPECT_EQ(t.rows[1].rounds[1].ceilings.bound(), "connections");
+  ASSERT_FALSE(t.rows[1].rounds[1].notes.empty());
+  EXPECT_EQ(t.rows[1].rounds[1].notes.back().kind, "no-cpu-ceiling");
+}
+
+TEST(Runner, AnInheritedCeilingIsTakenRoundByRound) {
+  const Row plain{"trivial", "/plaintext", std::nullopt, 0, 0, 64, false};
+  TargetResult t;
+  t.target = {"asio_coro", ServerKind::async, {"pool", {"--offload", "pool"}}};
+  t.priced = true;
+  t.cpu_ceiling_from = "variant inline";
+  t.rows = {{plain, {measured(plain, 0, 800), measured(plain, 1, 800)}}};
+  const std::vector<std::optional<double>> inline_ceilings{1000, 1600};
+  price_rounds(t, ServerShape{}, 1, &inline_ceilings);
+  EXPECT_DOUBLE_EQ(*t.rows[0].rounds[0].efficiency, 0.8);
+  EXPECT_DOUBLE_EQ(*t.rows[0].rounds[1].efficiency, 0.5);
+  EXPECT_EQ(t.rows[0].rounds[1].notes.back().text,
+            "priced against asio_coro's CPU ceiling from variant inline in the same round "
+            "(1600 rps)");
+}
+
 }  // namespace
 }  // namespace cm::price
