@@ -169,8 +169,30 @@ TEST(Profile, TheShippedProfilesParse) {
     const auto rows = expand_rows(p);
     ASSERT_FALSE(rows.empty()) << name;
     EXPECT_TRUE(rows.front().cpu_ceiling) << name << ": the CPU ceiling row runs first";
+    EXPECT_GE(p.rounds, 3u) << name << ": a published profile measures each row 3 times or more";
+    // quick and delay-sweep start their /delay rows staggered; arena keeps HttpArena's
+    // simultaneous start.
+    const bool staggered = std::string(name) == "quick" || std::string(name) == "delay-sweep";
+    for (const auto& row : rows)
+      if (row.path.starts_with("/delay/")) {
+        EXPECT_EQ(row.stagger, staggered) << name;
+      }
   }
   EXPECT_THROW(load_profile("no-such-profile", dir), std::invalid_argument);
+}
+
+TEST(Profile, QuickKeepsMakeCompareWithinItsBudget) {
+  // make compare runs quick on 2 cores in under 4 minutes: 5 models x its rows, nginx on
+  // /plaintext, node on /plaintext and /delay, each row `rounds` times. Beside the windows each
+  // run costs about 0.6 s (start, settle, stop), so the windows alone must stay near 200 s.
+  const auto p = load_profile("quick", std::filesystem::path(CM_SOURCE_DIR) / "harness/profiles");
+  const auto rows = expand_rows(p);
+  std::size_t runs = 5 * rows.size();
+  for (const auto& row : rows)
+    runs += (row.path == "/plaintext" ? 2 : 0) + (row.path.starts_with("/delay/") ? 1 : 0);
+  runs *= p.rounds;
+  const double seconds = static_cast<double>(runs) * (p.warmup_s + p.duration_s + 0.6);
+  EXPECT_LT(seconds, 230) << runs << " runs of " << p.warmup_s << " + " << p.duration_s << " s";
 }
 
 }  // namespace
