@@ -15,7 +15,6 @@
 #include <coroutine>
 #include <cstddef>
 #include <exception>
-#include <new>
 #include <optional>
 #include <utility>
 
@@ -48,16 +47,39 @@ class Task;
 
 namespace detail {
 
-/// What every Task promise shares: who to resume at the end, and the exception if one escaped.
-class PromiseBase : public FrameCount {
+/// How a coroutine ended: its value (none for void), or the exception that escaped it.
+template <typename T>
+struct Result {
+  std::optional<T> value;
+  std::exception_ptr failure;
+  template <typename U>
+  void return_value(U&& result) {
+    value.emplace(std::forward<U>(result));
+  }
+  T take() {
+    if (failure) std::rethrow_exception(failure);
+    return std::move(*value);
+  }
+};
+template <>
+struct Result<void> {
+  std::exception_ptr failure;
+  void return_void() noexcept {}
+  void take() const {
+    if (failure) std::rethrow_exception(failure);
+  }
+};
+
+template <typename T>
+class Promise final : public FrameCount, public Result<T> {
  public:
+  Task<T> get_return_object() noexcept;
   /// Lazy: the body runs only when the task is awaited.
   std::suspend_always initial_suspend() noexcept { return {}; }
 
   /// At the end, transfer straight to the awaiter (no stack growth, no resume() from here).
   struct FinalAwaiter {
     bool await_ready() noexcept { return false; }
-    template <typename Promise>
     std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> done) noexcept {
       return done.promise().continuation_;
     }
@@ -65,42 +87,11 @@ class PromiseBase : public FrameCount {
   };
   FinalAwaiter final_suspend() noexcept { return {}; }
 
-  void unhandled_exception() noexcept { exception_ = std::current_exception(); }
+  void unhandled_exception() noexcept { this->failure = std::current_exception(); }
   void set_continuation(std::coroutine_handle<> awaiter) noexcept { continuation_ = awaiter; }
-
- protected:
-  void rethrow_if_failed() const {
-    if (exception_) std::rethrow_exception(exception_);
-  }
 
  private:
   std::coroutine_handle<> continuation_ = std::noop_coroutine();
-  std::exception_ptr exception_;
-};
-
-template <typename T>
-class Promise final : public PromiseBase {
- public:
-  Task<T> get_return_object() noexcept;
-  template <typename U>
-  void return_value(U&& value) {
-    value_.emplace(std::forward<U>(value));
-  }
-  T take() {
-    rethrow_if_failed();
-    return std::move(*value_);
-  }
-
- private:
-  std::optional<T> value_;
-};
-
-template <>
-class Promise<void> final : public PromiseBase {
- public:
-  Task<void> get_return_object() noexcept;
-  void return_void() noexcept {}
-  void take() const { rethrow_if_failed(); }
 };
 
 }  // namespace detail
@@ -115,15 +106,10 @@ class [[nodiscard]] Task {
   Task() noexcept = default;
   explicit Task(Handle frame) noexcept : frame_(frame) {}
   Task(Task&& other) noexcept : frame_(std::exchange(other.frame_, {})) {}
-  Task& operator=(Task&& other) noexcept {
-    if (this != &other) {
-      if (frame_) frame_.destroy();
-      frame_ = std::exchange(other.frame_, {});
-    }
+  Task& operator=(Task other) noexcept {
+    std::swap(frame_, other.frame_);
     return *this;
   }
-  Task(const Task&) = delete;
-  Task& operator=(const Task&) = delete;
   ~Task() {
     if (frame_) frame_.destroy();
   }
@@ -142,21 +128,13 @@ class [[nodiscard]] Task {
     return Awaiter{frame_};
   }
 
-  /// Whether the task has run to its end (a value or an exception is ready).
-  bool done() const noexcept { return !frame_ || frame_.done(); }
-
  private:
   Handle frame_;
 };
 
-namespace detail {
 template <typename T>
-Task<T> Promise<T>::get_return_object() noexcept {
-  return Task<T>(std::coroutine_handle<Promise<T>>::from_promise(*this));
+Task<T> detail::Promise<T>::get_return_object() noexcept {
+  return Task<T>(std::coroutine_handle<Promise>::from_promise(*this));
 }
-inline Task<void> Promise<void>::get_return_object() noexcept {
-  return Task<void>(std::coroutine_handle<Promise<void>>::from_promise(*this));
-}
-}  // namespace detail
 
 }  // namespace cm::uring
