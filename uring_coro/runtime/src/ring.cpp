@@ -4,7 +4,6 @@
 
 #include <poll.h>
 #include <sys/eventfd.h>
-#include <sys/socket.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -34,14 +33,6 @@ __kernel_timespec to_timespec(std::chrono::steady_clock::time_point deadline) no
   return to_timespec(std::chrono::nanoseconds(deadline.time_since_epoch()));
 }
 
-void Accept::await_suspend(std::coroutine_handle<> waiter) {
-  io_uring_prep_accept(prepare(waiter), listener_, nullptr, nullptr, SOCK_CLOEXEC);
-}
-
-void Recv::await_suspend(std::coroutine_handle<> waiter) {
-  io_uring_prep_recv(prepare(waiter), fd_, buffer_.data(), buffer_.size(), 0);
-}
-
 void RecvFor::await_suspend(std::coroutine_handle<> waiter) {
   // The recv and its link timeout must reach the kernel in the same submission, one after the
   // other: reserve both SQEs first, so that get_sqe() cannot submit between them.
@@ -59,26 +50,6 @@ int RecvFor::await_resume() const noexcept {
   // of a recv is cancel_all(), after which the ring is stopping.
   if (result_ == -ECANCELED && !ring_.cancelled()) return -ETIME;
   return result_;
-}
-
-void Send::await_suspend(std::coroutine_handle<> waiter) {
-  io_uring_prep_send(prepare(waiter), fd_, bytes_.data(), bytes_.size(), MSG_NOSIGNAL);
-}
-
-void Timeout::await_suspend(std::coroutine_handle<> waiter) {
-  io_uring_prep_timeout(prepare(waiter), &time_, 0, flags_);
-}
-
-void Cancel::await_suspend(std::coroutine_handle<> waiter) {
-  io_uring_prep_cancel(prepare(waiter), const_cast<Operation*>(target_), 0);
-}
-
-void Close::await_suspend(std::coroutine_handle<> waiter) {
-  io_uring_prep_close(prepare(waiter), fd_);
-}
-
-void Nop::await_suspend(std::coroutine_handle<> waiter) {
-  io_uring_prep_nop(prepare(waiter));
 }
 
 bool means_unavailable(const std::system_error& error) noexcept {
@@ -166,11 +137,8 @@ void Ring::run_once() {
 
 void Ring::dispatch(std::uint64_t user_data, int result) {
   switch (user_data) {
-    case ignored:
-      return;
-    case wakeup:
-      on_wakeup();
-      return;
+    case ignored: return;
+    case wakeup: on_wakeup(); return;
     default:
       // NOTE: this Operation is alive: its coroutine is suspended on it until this resume.
       reinterpret_cast<Operation*>(user_data)->complete(result);
@@ -256,24 +224,6 @@ void Ring::spawn(Task<void> task) {
     --spawned_;
     throw;
   }
-}
-
-Task<void> Ring::capture(Task<void> task, bool& done, std::exception_ptr& failure) {
-  try {
-    co_await std::move(task);
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  done = true;
-}
-
-void Ring::run(Task<void> task) {
-  bool done = false;
-  std::exception_ptr failure;
-  spawn(capture(std::move(task), done, failure));
-  while (!done)
-    run_once();
-  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace cm::uring

@@ -102,23 +102,6 @@ TEST_F(RingTest, TimeoutAtADeadlineAlreadyPassedExpiresAtOnce) {
   EXPECT_EQ(result, -ETIME);
 }
 
-TEST_F(RingTest, CancelEndsAPendingTimeout) {
-  const Operation* pending = nullptr;
-  int timeout_result = 0;
-  auto waiter = [&](Ring& r) -> Task<void> {
-    Timeout timeout(r, 1h);
-    pending = &timeout;
-    timeout_result = co_await timeout;
-  };
-  ring().spawn(waiter(ring()));
-  ASSERT_NE(pending, nullptr) << "a spawned task runs at once, up to its first suspension";
-  const int cancel_result =
-      ring().run([&](Ring& r) -> Task<int> { co_return co_await Cancel(r, *pending); }(ring()));
-  run_until_joined();
-  EXPECT_EQ(cancel_result, 0);
-  EXPECT_EQ(timeout_result, -ECANCELED);
-}
-
 TEST_F(RingTest, SendAndRecvOverASocketPair) {
   SocketPair pair;
   auto exchange = [&](Ring& r) -> Task<std::string> {

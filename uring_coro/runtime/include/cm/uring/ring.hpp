@@ -12,6 +12,7 @@
 /// A Ring belongs to one thread; only post() and wake() may be called from others.
 
 #include <liburing.h>
+#include <sys/socket.h>
 
 #include <cerrno>
 #include <chrono>
@@ -20,9 +21,9 @@
 #include <cstdint>
 #include <exception>
 #include <mutex>
-#include <optional>
 #include <span>
 #include <system_error>
+#include <type_traits>
 #include <vector>
 
 #include "cm/fd.hpp"
@@ -34,8 +35,7 @@ class Ring;
 
 /// The state of one SQE in flight: which coroutine waits, and (after the CQE) the result.
 /// It is the awaiter of a co_await, so it lives in the waiting coroutine's frame; its address is
-/// the SQE's user_data (see Ring's encoding). Not copyable or movable: the kernel holds its
-/// address.
+/// the SQE's user_data (see Ring). Not copyable or movable: the kernel holds its address.
 class Operation {
  public:
   Operation(const Operation&) = delete;
@@ -53,9 +53,7 @@ class Operation {
   }
 
  protected:
-  enum class Refuse { when_cancelled, never };
-  explicit Operation(Ring& ring, Refuse refuse = Refuse::when_cancelled) noexcept
-      : ring_(ring), refuse_(refuse) {}
+  Operation(Ring& ring, bool cancellable) noexcept : ring_(ring), cancellable_(cancellable) {}
   /// An SQE whose user_data is this operation, `waiter` being the coroutine to resume.
   io_uring_sqe* prepare(std::coroutine_handle<> waiter);
 
@@ -64,41 +62,84 @@ class Operation {
 
  private:
   std::coroutine_handle<> waiter_;
-  Refuse refuse_;
+  bool cancellable_;
 };
 
-/// A __kernel_timespec for a relative duration (negative counts as zero).
-__kernel_timespec to_timespec(std::chrono::nanoseconds duration) noexcept;
-
-/// accept4(listener) -> the new fd (close-on-exec), or -errno.
-class Accept : public Operation {
+/// An operation of one SQE, which `prep(sqe)` fills in: each operation below is one of these.
+/// NOTE: `prep` lives in the awaiter, so what it holds and points the SQE at (a timespec, read by
+/// the kernel when the SQE is submitted, later) lives in the frame until the CQE.
+template <typename Prep>
+class Op final : public Operation {
  public:
-  Accept(Ring& ring, int listener) noexcept : Operation(ring), listener_(listener) {}
-  void await_suspend(std::coroutine_handle<> waiter);
+  Op(Ring& ring, Prep prep, bool cancellable = true)
+      : Operation(ring, cancellable), prep_(std::move(prep)) {}
+  void await_suspend(std::coroutine_handle<> waiter) { prep_(prepare(waiter)); }
 
  private:
-  int listener_;
+  Prep prep_;
 };
+
+/// A relative duration (negative counts as zero), or a point of steady_clock (CLOCK_MONOTONIC, the
+/// clock of IORING_TIMEOUT_ABS; a point before its epoch counts as the epoch), for the kernel.
+__kernel_timespec to_timespec(std::chrono::nanoseconds duration) noexcept;
+__kernel_timespec to_timespec(std::chrono::steady_clock::time_point deadline) noexcept;
+
+// The operations are functions named like the awaiter they return: `co_await Send(ring, fd, s)`.
+
+/// accept4(listener) -> the new fd (close-on-exec), or -errno.
+inline auto Accept(Ring& ring, int listener) {
+  return Op(ring, [=](io_uring_sqe* sqe) {
+    io_uring_prep_accept(sqe, listener, nullptr, nullptr, SOCK_CLOEXEC);
+  });
+}
 
 /// recv(fd, buffer) -> bytes read (0: the peer closed), or -errno.
 /// NOTE: `buffer` must live until the co_await returns (the kernel writes into it until then).
-class Recv : public Operation {
- public:
-  Recv(Ring& ring, int fd, std::span<char> buffer) noexcept
-      : Operation(ring), fd_(fd), buffer_(buffer) {}
-  void await_suspend(std::coroutine_handle<> waiter);
+inline auto Recv(Ring& ring, int fd, std::span<char> buffer) {
+  return Op(ring, [=](io_uring_sqe* sqe) {
+    io_uring_prep_recv(sqe, fd, buffer.data(), buffer.size(), 0);
+  });
+}
 
- private:
-  int fd_;
-  std::span<char> buffer_;
-};
+/// send(fd, bytes, MSG_NOSIGNAL) -> bytes sent (maybe fewer than asked), or -errno.
+/// NOTE: `bytes` must live until the co_await returns.
+inline auto Send(Ring& ring, int fd, std::span<const char> bytes) {
+  return Op(ring, [=](io_uring_sqe* sqe) {
+    io_uring_prep_send(sqe, fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  });
+}
 
-/// recv(fd, buffer) bounded by `limit`: an SQE linked to an IORING_OP_LINK_TIMEOUT. Gives the
-/// bytes read, 0 when the peer closed, -ETIME when `limit` passed first, or -errno.
-class RecvFor : public Operation {
+/// IORING_OP_TIMEOUT: -ETIME once `duration` has passed (never before), -ECANCELED if cancelled.
+/// Given a duration, the kernel counts it from the submission; given a steady_clock deadline
+/// (IORING_TIMEOUT_ABS), it fires at that point however late the SQE is submitted.
+inline auto Timeout(Ring& ring, std::chrono::nanoseconds duration) {
+  return Op(ring, [time = to_timespec(duration)](io_uring_sqe* sqe) mutable {
+    io_uring_prep_timeout(sqe, &time, 0, 0);
+  });
+}
+inline auto Timeout(Ring& ring, std::chrono::steady_clock::time_point deadline) {
+  return Op(ring, [time = to_timespec(deadline)](io_uring_sqe* sqe) mutable {
+    io_uring_prep_timeout(sqe, &time, 0, IORING_TIMEOUT_ABS);
+  });
+}
+
+/// close(fd) through the ring -> 0 or -errno. Runs even after cancel_all(): stopping closes.
+inline auto Close(Ring& ring, int fd) {
+  return Op(
+      ring, [=](io_uring_sqe* sqe) { io_uring_prep_close(sqe, fd); }, /*cancellable=*/false);
+}
+
+/// IORING_OP_NOP: a round trip through the ring that does nothing -> 0.
+inline auto Nop(Ring& ring) {
+  return Op(ring, [](io_uring_sqe* sqe) { io_uring_prep_nop(sqe); });
+}
+
+/// recv(fd, buffer) bounded by `limit`: the recv SQE linked to an IORING_OP_LINK_TIMEOUT. Gives
+/// the bytes read, 0 when the peer closed, -ETIME when `limit` passed first, or -errno.
+class RecvFor final : public Operation {
  public:
   RecvFor(Ring& ring, int fd, std::span<char> buffer, std::chrono::nanoseconds limit) noexcept
-      : Operation(ring), fd_(fd), buffer_(buffer), limit_(to_timespec(limit)) {}
+      : Operation(ring, true), fd_(fd), buffer_(buffer), limit_(to_timespec(limit)) {}
   void await_suspend(std::coroutine_handle<> waiter);
   int await_resume() const noexcept;
 
@@ -108,68 +149,6 @@ class RecvFor : public Operation {
   __kernel_timespec limit_;  // read by the kernel when the SQE is submitted
 };
 
-/// send(fd, bytes, MSG_NOSIGNAL) -> bytes sent (maybe fewer than asked), or -errno.
-/// NOTE: `bytes` must live until the co_await returns.
-class Send : public Operation {
- public:
-  Send(Ring& ring, int fd, std::span<const char> bytes) noexcept
-      : Operation(ring), fd_(fd), bytes_(bytes) {}
-  void await_suspend(std::coroutine_handle<> waiter);
-
- private:
-  int fd_;
-  std::span<const char> bytes_;
-};
-
-/// __kernel_timespec for a point of std::chrono::steady_clock (CLOCK_MONOTONIC on Linux, the
-/// clock of an IORING_TIMEOUT_ABS timeout); a point before the clock's epoch counts as the epoch.
-__kernel_timespec to_timespec(std::chrono::steady_clock::time_point deadline) noexcept;
-
-/// IORING_OP_TIMEOUT: -ETIME once `duration` has passed (never before), -ECANCELED if cancelled.
-/// Given a duration, the kernel counts it from the submission; given a steady_clock deadline
-/// (IORING_TIMEOUT_ABS), it fires at that point however late the SQE is submitted.
-class Timeout : public Operation {
- public:
-  Timeout(Ring& ring, std::chrono::nanoseconds duration) noexcept
-      : Operation(ring), time_(to_timespec(duration)) {}
-  Timeout(Ring& ring, std::chrono::steady_clock::time_point deadline) noexcept
-      : Operation(ring), time_(to_timespec(deadline)), flags_(IORING_TIMEOUT_ABS) {}
-  void await_suspend(std::coroutine_handle<> waiter);
-
- private:
-  __kernel_timespec time_;  // read by the kernel when the SQE is submitted
-  unsigned flags_ = 0;
-};
-
-/// IORING_OP_ASYNC_CANCEL of another coroutine's operation: 0 if it was found and cancelled (it
-/// then completes with -ECANCELED), -ENOENT if it had already completed, -EALREADY if running.
-class Cancel : public Operation {
- public:
-  Cancel(Ring& ring, const Operation& target) noexcept
-      : Operation(ring, Refuse::never), target_(&target) {}
-  void await_suspend(std::coroutine_handle<> waiter);
-
- private:
-  const Operation* target_;
-};
-
-/// close(fd) through the ring -> 0 or -errno. Runs even after cancel_all(): stopping closes.
-class Close : public Operation {
- public:
-  Close(Ring& ring, int fd) noexcept : Operation(ring, Refuse::never), fd_(fd) {}
-  void await_suspend(std::coroutine_handle<> waiter);
-
- private:
-  int fd_;
-};
-
-/// IORING_OP_NOP: a round trip through the ring that does nothing -> 0.
-class Nop : public Operation {
- public:
-  explicit Nop(Ring& ring) noexcept : Operation(ring, Refuse::never) {}
-  void await_suspend(std::coroutine_handle<> waiter);
-};
-
 /// Whether a failure of io_uring_queue_init means "io_uring is not available here" (ENOSYS: no
 /// io_uring in this kernel; EPERM: kernel.io_uring_disabled or a seccomp filter refused it).
 bool means_unavailable(const std::system_error& error) noexcept;
@@ -177,10 +156,9 @@ bool means_unavailable(const std::system_error& error) noexcept;
 /// One io_uring and the coroutines it resumes.
 ///
 /// user_data encoding (every SQE this runtime submits carries one of these):
-///   0            nobody waits; the CQE is dropped (the link timeout of RecvFor, cancel_all()).
-///   1            the ring's own wake-up poll on its eventfd (post() and wake() from other
-///   threads). otherwise    the address of an Operation, the awaiter in the suspended coroutine's
-///   frame.
+///   0          nobody waits; the CQE is dropped (the link timeout of RecvFor, cancel_all()).
+///   1          the ring's own wake-up poll on its eventfd (post() and wake() from other threads).
+///   otherwise  the address of an Operation, the awaiter in the suspended coroutine's frame.
 /// 0 and 1 can never be an Operation's address (it is aligned and not null).
 class Ring {
  public:
@@ -217,8 +195,14 @@ class Ring {
   std::size_t spawned() const noexcept { return spawned_; }
   /// Runs the ring until `task` ends, and gives its value or rethrows its exception.
   template <typename T>
-  T run(Task<T> task);
-  void run(Task<void> task);
+  T run(Task<T> task) {
+    detail::Result<T> result;
+    bool done = false;
+    spawn(capture(std::move(task), result, done));
+    while (!done)
+      run_once();
+    return result.take();
+  }
 
   /// Cancels every operation in flight (IORING_ASYNC_CANCEL_ANY, Linux 5.19); from then on a
   /// cancellable operation completes at once with -ECANCELED. This is how a loop stops.
@@ -231,16 +215,21 @@ class Ring {
   /// Thread-safe: makes the current (or next) run_once() return.
   void wake();
 
-  /// The liburing ring, for what this class does not wrap.
-  io_uring* native() noexcept { return &ring_; }
-
  private:
   struct Detached;
   static Detached own(Ring& ring, Task<void> task);
-  static Task<void> capture(Task<void> task, bool& done, std::exception_ptr& failure);
   template <typename T>
-  static Task<void> store(Task<T> task, std::optional<T>& value) {
-    value.emplace(co_await std::move(task));
+  static Task<void> capture(Task<T> task, detail::Result<T>& result, bool& done) {
+    try {
+      if constexpr (std::is_void_v<T>) {
+        co_await std::move(task);
+      } else {
+        result.return_value(co_await std::move(task));
+      }
+    } catch (...) {
+      result.failure = std::current_exception();
+    }
+    done = true;
   }
   void dispatch(std::uint64_t user_data, int result);
   void arm_wakeup();
@@ -256,15 +245,8 @@ class Ring {
   std::vector<std::coroutine_handle<>> resuming_;  // the ring thread's copy of posted_
 };
 
-template <typename T>
-T Ring::run(Task<T> task) {
-  std::optional<T> value;
-  run(store(std::move(task), value));
-  return std::move(*value);
-}
-
 inline bool Operation::await_ready() noexcept {
-  if (refuse_ == Refuse::when_cancelled && ring_.cancelled()) {
+  if (cancellable_ && ring_.cancelled()) {
     result_ = -ECANCELED;
     return true;
   }
