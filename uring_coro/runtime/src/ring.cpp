@@ -4,10 +4,12 @@
 
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <string>
 
 namespace cm::uring {
@@ -52,6 +54,65 @@ int RecvFor::await_resume() const noexcept {
   return result_;
 }
 
+Acceptor::Acceptor(Ring& ring, int listener) : ring_(ring), listener_(listener) {
+  const char* simulate = std::getenv("CM_URING_SIMULATE_NO_MULTISHOT");
+  simulate_refusal_ = simulate && std::strcmp(simulate, "1") == 0;
+}
+
+Acceptor::~Acceptor() {
+  if (armed_) {
+    std::fprintf(stderr, "cm::uring::Acceptor destroyed with its SQE armed\n");
+    std::terminate();
+  }
+  for (int result : results_)
+    if (result >= 0) ::close(result);
+}
+
+void Acceptor::arm() {
+  io_uring_sqe* sqe = ring_.get_sqe();
+  if (multishot_) {
+    io_uring_prep_multishot_accept(sqe, listener_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (simulate_refusal_) sqe->ioprio |= 1u << 15;  // an accept flag no kernel knows: -EINVAL
+  } else {
+    io_uring_prep_accept(sqe, listener_, nullptr, nullptr, SOCK_CLOEXEC);
+  }
+  // user_data: this Acceptor's address with its lowest bit set (always 0 in an address, as
+  // alignof(Acceptor) > 1). The bit tells the ring that this SQE may give many CQEs, and that
+  // they go to complete(result, flags), queued, not to one waiting coroutine.
+  static_assert(alignof(Acceptor) > 1);
+  io_uring_sqe_set_data64(sqe, reinterpret_cast<std::uintptr_t>(this) | Ring::multishot);
+  armed_ = true;
+}
+
+void Acceptor::wait(std::coroutine_handle<> waiter) {
+  waiter_ = waiter;
+  if (!armed_ && !cancelled()) arm();  // armed here, not after a CQE: a back-off pauses it
+}
+
+void Acceptor::complete(int result, unsigned flags) {
+  if (!(flags & IORING_CQE_F_MORE)) armed_ = false;  // the SQE is done: next() arms another
+  if (result == -EINVAL && multishot_) {
+    multishot_ = false;  // a kernel before 5.19: one single-shot accept per connection from now
+    if (!cancelled()) arm();
+  } else {
+    results_.push_back(result);
+  }
+  // NOTE: the coroutine resumed may end, and free this object: nothing of `this` after resume().
+  if (waiter_ && ready()) std::exchange(waiter_, {}).resume();
+}
+
+int Acceptor::take() noexcept {
+  if (cancelled()) {  // the ring stops: what came meanwhile is closed, not served
+    for (int result : results_)
+      if (result >= 0) ::close(result);
+    results_.clear();
+    return -ECANCELED;
+  }
+  const int result = results_.front();
+  results_.pop_front();
+  return result;
+}
+
 bool means_unavailable(const std::system_error& error) noexcept {
   return error.code() == std::error_code(ENOSYS, std::system_category()) ||
          error.code() == std::error_code(EPERM, std::system_category());
@@ -87,62 +148,56 @@ Ring::~Ring() {
   io_uring_queue_exit(&ring_);
 }
 
-io_uring_sqe* Ring::get_sqe() {
-  io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-  if (sqe) return sqe;
-  // The SQ is full: hand what it holds to the kernel, which frees every slot.
-  const int ret = io_uring_submit(&ring_);
-  if (ret < 0) throw std::system_error(-ret, std::system_category(), "io_uring_submit");
-  sqe = io_uring_get_sqe(&ring_);
-  if (!sqe) throw std::system_error(EBUSY, std::system_category(), "io_uring_get_sqe");
-  return sqe;
-}
-
-void Ring::reserve(unsigned count) {
-  if (io_uring_sq_space_left(&ring_) >= count) return;
-  const int ret = io_uring_submit(&ring_);
-  if (ret < 0) throw std::system_error(-ret, std::system_category(), "io_uring_submit");
-}
-
 namespace {
 
-/// Whether an io_uring_submit* result is a failure of the ring (not "try again").
-bool failed(int ret) noexcept {
-  return ret < 0 && ret != -EINTR && ret != -EBUSY && ret != -EAGAIN;
+/// Throws unless `ret`, what io_uring_submit* gave, is a success or a "try again" (-EBUSY,
+/// -EAGAIN, -EINTR: the next run_once() reaps, then submits again).
+void check(int ret, const char* what) {
+  if (ret < 0 && ret != -EINTR && ret != -EBUSY && ret != -EAGAIN)
+    throw std::system_error(-ret, std::system_category(), what);
 }
 
 }  // namespace
 
+void Ring::submit() {
+  check(io_uring_submit(&ring_), "io_uring_submit");
+}
+
+void Ring::reserve(unsigned count) {
+  if (io_uring_sq_space_left(&ring_) < count) submit();  // the kernel takes them: all slots free
+}
+
+io_uring_sqe* Ring::get_sqe() {
+  reserve(1);
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+  if (!sqe) throw std::system_error(EBUSY, std::system_category(), "io_uring_get_sqe");
+  return sqe;
+}
+
 void Ring::run_once() {
-  const int ret = io_uring_submit_and_wait(&ring_, 1);
-  if (failed(ret))
-    throw std::system_error(-ret, std::system_category(), "io_uring_submit_and_wait");
+  check(io_uring_submit_and_wait(&ring_, 1), "io_uring_submit_and_wait");
   io_uring_cqe* cqe = nullptr;
   while (io_uring_peek_cqe(&ring_, &cqe) == 0) {
-    const std::uint64_t user_data = cqe->user_data;
-    const int result = cqe->res;
+    const io_uring_cqe copy = *cqe;
     io_uring_cqe_seen(&ring_, cqe);  // before resuming: the coroutine may submit and reap again
-    dispatch(user_data, result);
+    dispatch(copy);
     // NOTE: latency. What the resumed coroutines queued (a reply's send, the next recv) goes to
     // the kernel every submit_batch SQEs, not after the last CQE: with thousands of CQEs at once
     // (2,000 timers due together), holding them back made each reply wait for the whole batch,
     // and the waits grew into waves (docs/models/uring_coro.md, "Answering on time").
-    if (io_uring_sq_ready(&ring_) >= submit_batch) {
-      const int submitted = io_uring_submit(&ring_);
-      if (failed(submitted))
-        throw std::system_error(-submitted, std::system_category(), "io_uring_submit");
-    }
+    if (io_uring_sq_ready(&ring_) >= submit_batch) submit();
   }
 }
 
-void Ring::dispatch(std::uint64_t user_data, int result) {
-  switch (user_data) {
-    case ignored: return;
-    case wakeup: on_wakeup(); return;
-    default:
-      // NOTE: this Operation is alive: its coroutine is suspended on it until this resume.
-      reinterpret_cast<Operation*>(user_data)->complete(result);
+void Ring::dispatch(const io_uring_cqe& cqe) {
+  // NOTE: what user_data names is alive: an Operation's coroutine is suspended on it until this
+  // resume, and an Acceptor outlives its last CQE (see Acceptor).
+  if (cqe.user_data == ignored) return;
+  if (cqe.user_data == wakeup) return on_wakeup();
+  if (cqe.user_data & multishot) {
+    return reinterpret_cast<Acceptor*>(cqe.user_data & ~multishot)->complete(cqe.res, cqe.flags);
   }
+  reinterpret_cast<Operation*>(cqe.user_data)->complete(cqe.res);
 }
 
 void Ring::arm_wakeup() {

@@ -19,6 +19,7 @@
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <mutex>
 #include <span>
@@ -86,13 +87,6 @@ __kernel_timespec to_timespec(std::chrono::steady_clock::time_point deadline) no
 
 // The operations are functions named like the awaiter they return: `co_await Send(ring, fd, s)`.
 
-/// accept4(listener) -> the new fd (close-on-exec), or -errno.
-inline auto Accept(Ring& ring, int listener) {
-  return Op(ring, [=](io_uring_sqe* sqe) {
-    io_uring_prep_accept(sqe, listener, nullptr, nullptr, SOCK_CLOEXEC);
-  });
-}
-
 /// recv(fd, buffer) -> bytes read (0: the peer closed), or -errno.
 /// NOTE: `buffer` must live until the co_await returns (the kernel writes into it until then).
 inline auto Recv(Ring& ring, int fd, std::span<char> buffer) {
@@ -149,6 +143,58 @@ class RecvFor final : public Operation {
   __kernel_timespec limit_;  // read by the kernel when the SQE is submitted
 };
 
+/// The connections of `listener`, accepted through one multishot SQE (IORING_ACCEPT_MULTISHOT,
+/// Linux 5.19): the kernel posts a CQE per connection, flagged IORING_CQE_F_MORE while the SQE
+/// stays armed, so a whole backlog is taken in one loop turn (a single-shot accept, armed again
+/// after each CQE, takes one connection per turn). Where the kernel refuses multishot (-EINVAL),
+/// it falls back to a single-shot accept per connection.
+///
+/// NOTE: lifetime. The armed SQE holds this object's address, and its CQEs come whether or not a
+/// coroutine waits in next(): they queue here. End it only after next() gave -ECANCELED (then the
+/// last CQE came); the destructor terminates otherwise, since a later CQE would name freed memory.
+class Acceptor {
+ public:
+  /// Arms nothing yet: the first next() does. For testing the fallback: with
+  /// CM_URING_SIMULATE_NO_MULTISHOT=1 in the environment, the multishot SQE also carries an accept
+  /// flag no kernel knows, and the kernel refuses it with -EINVAL as one before 5.19 does.
+  Acceptor(Ring& ring, int listener);
+  ~Acceptor();
+  Acceptor(const Acceptor&) = delete;
+  Acceptor& operator=(const Acceptor&) = delete;
+
+  /// co_await next() -> an accepted fd (close-on-exec), or -errno of a failed accept (the SQE is
+  /// armed again only by the next call: pause between them to back off), or -ECANCELED once
+  /// cancel_all() ran and the SQE is done.
+  auto next() noexcept {
+    struct Next {
+      Acceptor& self;
+      bool await_ready() const noexcept { return self.ready(); }
+      void await_suspend(std::coroutine_handle<> waiter) { self.wait(waiter); }
+      int await_resume() noexcept { return self.take(); }
+    };
+    return Next{*this};
+  }
+  /// Whether connections come through a multishot SQE (false once the kernel refused it).
+  bool multishot() const noexcept { return multishot_; }
+  /// Called by the ring with each CQE of this acceptor's SQE.
+  void complete(int result, unsigned flags);
+
+ private:
+  bool ready() const noexcept { return cancelled() ? !armed_ : !results_.empty(); }
+  bool cancelled() const noexcept;
+  void wait(std::coroutine_handle<> waiter);
+  int take() noexcept;
+  void arm();
+
+  Ring& ring_;
+  int listener_;
+  bool multishot_ = true;
+  bool armed_ = false;  // an SQE of ours is in the kernel
+  bool simulate_refusal_;
+  std::deque<int> results_;  // CQE results nobody took yet
+  std::coroutine_handle<> waiter_;
+};
+
 /// Whether a failure of io_uring_queue_init means "io_uring is not available here" (ENOSYS: no
 /// io_uring in this kernel; EPERM: kernel.io_uring_disabled or a seccomp filter refused it).
 bool means_unavailable(const std::system_error& error) noexcept;
@@ -156,14 +202,16 @@ bool means_unavailable(const std::system_error& error) noexcept;
 /// One io_uring and the coroutines it resumes.
 ///
 /// user_data encoding (every SQE this runtime submits carries one of these):
-///   0          nobody waits; the CQE is dropped (the link timeout of RecvFor, cancel_all()).
-///   1          the ring's own wake-up poll on its eventfd (post() and wake() from other threads).
-///   otherwise  the address of an Operation, the awaiter in the suspended coroutine's frame.
-/// 0 and 1 can never be an Operation's address (it is aligned and not null).
+///   0             nobody waits; the CQE is dropped (the link timeout of RecvFor, cancel_all()).
+///   1             the ring's own wake-up poll on its eventfd (post() and wake() from other
+///   threads). address | 1   an Acceptor, whose SQE may give many CQEs (packed in Acceptor::arm()).
+///   address       an Operation, the awaiter in the suspended coroutine's frame.
+/// Both are aligned, so their lowest bit is free, and not null, so neither is 0 or 1.
 class Ring {
  public:
-  static constexpr std::uint64_t ignored = 0;  ///< user_data: drop the CQE
-  static constexpr std::uint64_t wakeup = 1;   ///< user_data: the eventfd poll
+  static constexpr std::uint64_t ignored = 0;    ///< user_data: drop the CQE
+  static constexpr std::uint64_t wakeup = 1;     ///< user_data: the eventfd poll
+  static constexpr std::uint64_t multishot = 1;  ///< user_data: the tag bit of an Acceptor
 
   /// Sets up a ring of `entries` SQEs (the CQ holds 16 times as many). Throws std::system_error
   /// ("io_uring_queue_init: ...") if the kernel refuses; see means_unavailable().
@@ -176,10 +224,12 @@ class Ring {
   Ring(const Ring&) = delete;
   Ring& operator=(const Ring&) = delete;
 
-  /// A free SQE. When the SQ is full it submits what is queued first, and tries again.
+  /// A free SQE. When the SQ is full it submits what is queued first.
   io_uring_sqe* get_sqe();
   /// Makes room for `count` SQEs in a row (a linked pair must not be split by a submit).
   void reserve(unsigned count);
+  /// Hands the kernel what the SQ holds. Throws std::system_error if the ring failed.
+  void submit();
 
   /// Submits what is queued, waits for at least one completion, and resumes every waiter whose
   /// CQE arrived (and every coroutine post()ed by another thread). What the resumed coroutines
@@ -231,7 +281,7 @@ class Ring {
     }
     done = true;
   }
-  void dispatch(std::uint64_t user_data, int result);
+  void dispatch(const io_uring_cqe& cqe);
   void arm_wakeup();
   void on_wakeup();
   void signal_locked() noexcept;
@@ -244,6 +294,10 @@ class Ring {
   std::vector<std::coroutine_handle<>> posted_;
   std::vector<std::coroutine_handle<>> resuming_;  // the ring thread's copy of posted_
 };
+
+inline bool Acceptor::cancelled() const noexcept {
+  return ring_.cancelled();
+}
 
 inline bool Operation::await_ready() noexcept {
   if (cancellable_ && ring_.cancelled()) {
