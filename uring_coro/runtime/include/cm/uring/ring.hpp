@@ -24,7 +24,6 @@
 #include <mutex>
 #include <span>
 #include <system_error>
-#include <type_traits>
 #include <vector>
 
 #include "cm/fd.hpp"
@@ -246,12 +245,10 @@ class Ring {
   /// Runs the ring until `task` ends, and gives its value or rethrows its exception.
   template <typename T>
   T run(Task<T> task) {
-    detail::Result<T> result;
-    bool done = false;
-    spawn(capture(std::move(task), result, done));
-    while (!done)
+    task.frame_.resume();  // to its first suspension; at its end it transfers to nobody (noop)
+    while (!task.frame_.done())
       run_once();
-    return result.take();
+    return task.frame_.promise().take();
   }
 
   /// Cancels every operation in flight (IORING_ASYNC_CANCEL_ANY, Linux 5.19); from then on a
@@ -268,19 +265,6 @@ class Ring {
  private:
   struct Detached;
   static Detached own(Ring& ring, Task<void> task);
-  template <typename T>
-  static Task<void> capture(Task<T> task, detail::Result<T>& result, bool& done) {
-    try {
-      if constexpr (std::is_void_v<T>) {
-        co_await std::move(task);
-      } else {
-        result.return_value(co_await std::move(task));
-      }
-    } catch (...) {
-      result.failure = std::current_exception();
-    }
-    done = true;
-  }
   void dispatch(const io_uring_cqe& cqe);
   void arm_wakeup();
   void on_wakeup();

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <exception>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 namespace cm::uring {
@@ -33,8 +34,8 @@ struct FrameCount {
   static void operator delete(void* frame, std::size_t size) noexcept;
 
  private:
-  static std::atomic<std::size_t> alive_;
-  static std::atomic<std::size_t> bytes_;
+  static inline std::atomic<std::size_t> alive_{0};
+  static inline std::atomic<std::size_t> bytes_{0};
 };
 
 /// Frames alive now (see FrameCount).
@@ -42,56 +43,47 @@ inline std::size_t frames_alive() noexcept {
   return FrameCount::alive();
 }
 
+class Ring;
 template <typename T = void>
 class Task;
 
 namespace detail {
 
-/// How a coroutine ended: its value (none for void), or the exception that escaped it.
+/// Where a coroutine's value goes (none for void).
 template <typename T>
 struct Result {
   std::optional<T> value;
-  std::exception_ptr failure;
-  template <typename U>
-  void return_value(U&& result) {
-    value.emplace(std::forward<U>(result));
-  }
-  T take() {
-    if (failure) std::rethrow_exception(failure);
-    return std::move(*value);
-  }
+  void return_value(T result) { value.emplace(std::move(result)); }
 };
 template <>
 struct Result<void> {
-  std::exception_ptr failure;
   void return_void() noexcept {}
-  void take() const {
-    if (failure) std::rethrow_exception(failure);
-  }
 };
 
 template <typename T>
-class Promise final : public FrameCount, public Result<T> {
- public:
-  Task<T> get_return_object() noexcept;
+struct Promise final : FrameCount, Result<T> {
+  Task<T> get_return_object() noexcept { return Task<T>(Task<T>::Handle::from_promise(*this)); }
   /// Lazy: the body runs only when the task is awaited.
   std::suspend_always initial_suspend() noexcept { return {}; }
-
   /// At the end, transfer straight to the awaiter (no stack growth, no resume() from here).
   struct FinalAwaiter {
     bool await_ready() noexcept { return false; }
     std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> done) noexcept {
-      return done.promise().continuation_;
+      return done.promise().continuation;
     }
     void await_resume() noexcept {}
   };
   FinalAwaiter final_suspend() noexcept { return {}; }
+  void unhandled_exception() noexcept { failure = std::current_exception(); }
+  /// How the task ended: its value, or the exception that escaped it, rethrown.
+  T take() {
+    if (failure) std::rethrow_exception(failure);
+    if constexpr (!std::is_void_v<T>) return std::move(*this->value);
+  }
 
-  void unhandled_exception() noexcept { this->failure = std::current_exception(); }
-  void set_continuation(std::coroutine_handle<> awaiter) noexcept { continuation_ = awaiter; }
-
- private:
-  std::coroutine_handle<> continuation_ = std::noop_coroutine();
+  /// Who awaits the task, resumed at its end (noop_coroutine(): nobody, when Ring::run drives it).
+  std::coroutine_handle<> continuation = std::noop_coroutine();
+  std::exception_ptr failure;
 };
 
 }  // namespace detail
@@ -103,13 +95,8 @@ class [[nodiscard]] Task {
   using promise_type = detail::Promise<T>;
   using Handle = std::coroutine_handle<promise_type>;
 
-  Task() noexcept = default;
   explicit Task(Handle frame) noexcept : frame_(frame) {}
-  Task(Task&& other) noexcept : frame_(std::exchange(other.frame_, {})) {}
-  Task& operator=(Task other) noexcept {
-    std::swap(frame_, other.frame_);
-    return *this;
-  }
+  Task(Task&& other) noexcept : frame_(std::exchange(other.frame_, {})) {}  // and no copy
   ~Task() {
     if (frame_) frame_.destroy();
   }
@@ -120,7 +107,7 @@ class [[nodiscard]] Task {
       Handle frame;
       bool await_ready() const noexcept { return !frame || frame.done(); }
       std::coroutine_handle<> await_suspend(std::coroutine_handle<> awaiter) noexcept {
-        frame.promise().set_continuation(awaiter);
+        frame.promise().continuation = awaiter;
         return frame;
       }
       T await_resume() { return frame.promise().take(); }
@@ -129,12 +116,8 @@ class [[nodiscard]] Task {
   }
 
  private:
+  friend class Ring;  // Ring::run() drives a task from outside any coroutine
   Handle frame_;
 };
-
-template <typename T>
-Task<T> detail::Promise<T>::get_return_object() noexcept {
-  return Task<T>(std::coroutine_handle<Promise>::from_promise(*this));
-}
 
 }  // namespace cm::uring
