@@ -151,12 +151,9 @@ Acceptor::Acceptor(Ring& ring, int listener) : ring_(ring), listener_(listener) 
 }
 
 Acceptor::~Acceptor() {
-  if (armed_) {
-    std::fprintf(stderr, "cm::uring::Acceptor destroyed with its SQE armed\n");
-    std::terminate();
-  }
-  for (int result : results_)
-    if (result >= 0) ::close(result);
+  if (!armed_) return;
+  std::fprintf(stderr, "cm::uring::Acceptor destroyed with its SQE armed\n");
+  std::terminate();
 }
 
 void Acceptor::arm() {
@@ -167,41 +164,27 @@ void Acceptor::arm() {
   } else {
     io_uring_prep_accept(sqe, listener_, nullptr, nullptr, SOCK_CLOEXEC);
   }
-  // user_data: this Acceptor's address with its lowest bit set (always 0 in an address, as
-  // alignof(Acceptor) > 1). The bit tells the ring that this SQE may give many CQEs, and that
-  // they go to complete(result, flags), queued, not to one waiting coroutine.
+  // user_data: this Acceptor's address with its lowest bit set (0 in any address of one, as it
+  // is aligned). The bit tells the ring that this SQE may give many CQEs, which go to complete()
+  // with their flags: it is armed until a CQE comes without IORING_CQE_F_MORE.
   static_assert(alignof(Acceptor) > 1);
   io_uring_sqe_set_data64(sqe, reinterpret_cast<std::uintptr_t>(this) | Ring::multishot);
   armed_ = true;
-}
-
-void Acceptor::wait(std::coroutine_handle<> waiter) {
-  waiter_ = waiter;
-  if (!armed_ && !cancelled()) arm();  // armed here, not after a CQE: a back-off pauses it
 }
 
 void Acceptor::complete(int result, unsigned flags) {
   if (!(flags & IORING_CQE_F_MORE)) armed_ = false;  // the SQE is done: next() arms another
   if (result == -EINVAL && multishot_) {
     multishot_ = false;  // a kernel before 5.19: one single-shot accept per connection from now
-    if (!cancelled()) arm();
-  } else {
-    results_.push_back(result);
+    if (!ring_.cancelled()) return arm();  // the coroutine waits on
   }
+  if (ring_.cancelled()) {  // stopping: a connection that comes now is closed, not served
+    if (result >= 0) ::close(result);
+    if (armed_) return;  // the coroutine waits on, for the last CQE
+  }
+  result_ = result;
   // NOTE: the coroutine resumed may end, and free this object: nothing of `this` after resume().
-  if (waiter_ && ready()) std::exchange(waiter_, {}).resume();
-}
-
-int Acceptor::take() noexcept {
-  if (cancelled()) {  // the ring stops: what came meanwhile is closed, not served
-    for (int result : results_)
-      if (result >= 0) ::close(result);
-    results_.clear();
-    return -ECANCELED;
-  }
-  const int result = results_.front();
-  results_.pop_front();
-  return result;
+  std::exchange(waiter_, {}).resume();
 }
 
 }  // namespace cm::uring

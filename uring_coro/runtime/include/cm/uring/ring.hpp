@@ -21,7 +21,6 @@
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <span>
 #include <system_error>
@@ -221,28 +220,32 @@ class RecvFor final : public Operation {
 /// after each CQE, takes one connection per turn). Where the kernel refuses multishot (-EINVAL),
 /// it falls back to a single-shot accept per connection.
 ///
-/// NOTE: lifetime. The armed SQE holds this object's address, and its CQEs come whether or not a
-/// coroutine waits in next(): they queue here. End it only after next() gave -ECANCELED (then the
-/// last CQE came); the destructor terminates otherwise, since a later CQE would name freed memory.
+/// NOTE: lifetime. The armed SQE holds this object's address, and each CQE resumes the coroutine
+/// waiting in next(): while armed, its owner awaits nothing else, and it ends only after next()
+/// gave -ECANCELED (the last CQE came then). The destructor terminates if the SQE is still armed,
+/// since a later CQE would name freed memory.
 class Acceptor {
  public:
-  /// Arms nothing yet: the first next() does. For testing the fallback: with
-  /// CM_URING_SIMULATE_NO_MULTISHOT=1 in the environment, the multishot SQE also carries an accept
-  /// flag no kernel knows, and the kernel refuses it with -EINVAL as one before 5.19 does.
+  /// Arms nothing yet: next() does. To test the fallback, CM_URING_SIMULATE_NO_MULTISHOT=1 in the
+  /// environment adds to the multishot SQE an accept flag no kernel knows: the kernel refuses it
+  /// with -EINVAL, as one before 5.19 refuses IORING_ACCEPT_MULTISHOT.
   Acceptor(Ring& ring, int listener);
   ~Acceptor();
   Acceptor(const Acceptor&) = delete;
   Acceptor& operator=(const Acceptor&) = delete;
 
-  /// co_await next() -> an accepted fd (close-on-exec), or -errno of a failed accept (the SQE is
-  /// armed again only by the next call: pause between them to back off), or -ECANCELED once
-  /// cancel_all() ran and the SQE is done.
+  /// co_await next() -> an accepted fd (close-on-exec), or -errno of a failed accept (only the
+  /// next call arms the SQE again: pause before it to back off), or -ECANCELED once cancel_all()
+  /// ran and the SQE is done.
   auto next() noexcept {
     struct Next {
       Acceptor& self;
-      bool await_ready() const noexcept { return self.ready(); }
-      void await_suspend(std::coroutine_handle<> waiter) { self.wait(waiter); }
-      int await_resume() noexcept { return self.take(); }
+      bool await_ready() const noexcept { return self.ring_.cancelled() && !self.armed_; }
+      void await_suspend(std::coroutine_handle<> waiter) {
+        self.waiter_ = waiter;
+        if (!self.armed_ && !self.ring_.cancelled()) self.arm();
+      }
+      int await_resume() noexcept { return self.ring_.cancelled() ? -ECANCELED : self.result_; }
     };
     return Next{*this};
   }
@@ -252,10 +255,6 @@ class Acceptor {
   void complete(int result, unsigned flags);
 
  private:
-  bool ready() const noexcept { return cancelled() ? !armed_ : !results_.empty(); }
-  bool cancelled() const noexcept { return ring_.cancelled(); }
-  void wait(std::coroutine_handle<> waiter);
-  int take() noexcept;
   void arm();
 
   Ring& ring_;
@@ -263,7 +262,7 @@ class Acceptor {
   bool multishot_ = true;
   bool armed_ = false;  // an SQE of ours is in the kernel
   bool simulate_refusal_;
-  std::deque<int> results_;  // CQE results nobody took yet
+  int result_ = 0;
   std::coroutine_handle<> waiter_;
 };
 
