@@ -10,10 +10,10 @@
 // polls), 503 when the pool's queue is full. The runtime (Task, Ring, Pool) is in
 // runtime/, small enough to read first, with tests of its own.
 //
-// What it needs: Linux with io_uring (5.19 or later, for IORING_ASYNC_CANCEL_ANY at stop) and
-// liburing (Debian: liburing-dev). Where the kernel refuses io_uring (too old, or
-// kernel.io_uring_disabled, or a seccomp filter), start() throws cm::ModelUnavailable and
-// cm-server says so in one line.
+// What it needs: Linux with io_uring (5.19 or later, for IORING_ASYNC_CANCEL_ANY at stop, and
+// multishot accept, which falls back to one accept per SQE where refused) and liburing (Debian:
+// liburing-dev). Where the kernel refuses io_uring (too old, or kernel.io_uring_disabled, or a
+// seccomp filter), start() throws cm::ModelUnavailable and cm-server says so in one line.
 //
 // Try:
 //   build/bin/cm-server --model uring_coro --port 8080 --threads 1
@@ -118,7 +118,8 @@ class UringServer final : public LoopServer {
   /// Accepts on this loop's own listening socket, and spawns a coroutine per connection.
   uring::Task<void> accept_connections(Context& context, int listener) {
     // One multishot SQE: a CQE per connection, a whole backlog in one turn of the ring.
-    // NOTE: it ends only through -ECANCELED, once its SQE is done (see uring::Acceptor).
+    // NOTE: while that SQE is armed, this coroutine awaits nothing but next() (the back-off below
+    // follows a failed accept, which ends the SQE), and it ends only through -ECANCELED.
     uring::Acceptor acceptor(context.ring, listener);
     for (;;) {
       const int fd = co_await acceptor.next();
