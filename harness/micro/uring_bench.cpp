@@ -1,6 +1,6 @@
 // uring_bench.cpp -- io_uring's primitives, raw (liburing) and through the uring_coro model's own
-// coroutine runtime (uring_coro/include/cm/uring/: the lazy Task, one awaitable per operation,
-// Ring::run/spawn/post), on one ring run by one thread.
+// coroutine runtime (uring_coro/runtime/include/cm/uring/: the lazy Task, one awaitable per
+// operation, Ring::run/spawn/post), on one ring run by one thread.
 //
 //  - BM_uring_nop_raw / BM_uring_timeout_zero_raw: liburing alone, one SQE submitted and its CQE
 //    reaped per iteration (io_uring_submit_and_wait: one syscall), the floor under the runtime.

@@ -149,8 +149,6 @@ void drain(Context& context, int listener) {
   // A cancelled RecvFor gives -ETIME (the ring is not stopping): the header deadline came early.
   for (int fd : context.awaiting_request)
     cancel_on(context.ring, fd);
-  io_uring_submit(context.ring.native());  // the cancel finds `listener` by its fd: before close
-  ::close(listener);                       // the port refuses new connections from here on
 }
 
 Task<void> serve_connection(Context& context, Fd fd) {

@@ -22,7 +22,7 @@ struct Context {
 };
 
 /// The server drains: cancels every recv for a request (it then ends as if its deadline passed)
-/// and the accept on `listener`, then closes `listener`. On the loop's thread.
+/// and the accept on `listener` (whose coroutine then closes it). On the loop's thread.
 void drain(Context& context, int listener);
 
 /// Serves `fd` until the client closes it, a response ends it, the header timeout passes, or the

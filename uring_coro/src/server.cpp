@@ -10,10 +10,10 @@
 // polls), 503 when the pool's queue is full. The runtime (Task, Ring, Pool) is in
 // runtime/, small enough to read first, with tests of its own.
 //
-// What it needs: Linux with io_uring (5.19 or later, for IORING_ASYNC_CANCEL_ANY at stop) and
-// liburing (Debian: liburing-dev). Where the kernel refuses io_uring (too old, or
-// kernel.io_uring_disabled, or a seccomp filter), start() throws cm::ModelUnavailable and
-// cm-server says so in one line.
+// What it needs: Linux with io_uring (5.19 or later, for IORING_ASYNC_CANCEL_ANY at stop, and
+// multishot accept, which falls back to one accept per SQE where refused) and liburing (Debian:
+// liburing-dev). Where the kernel refuses io_uring (too old, or kernel.io_uring_disabled, or a
+// seccomp filter), start() throws cm::ModelUnavailable and cm-server says so in one line.
 //
 // Try:
 //   build/bin/cm-server --model uring_coro --port 8080 --threads 1
@@ -22,8 +22,10 @@
 //
 // Shape: one ring per thread (cm::LoopServer), each with its own SO_REUSEPORT listening socket.
 // Each thread spawns an accept coroutine, which spawns serve_connection() (connection.cpp) per
-// connection, and runs its ring. Stopping wakes every ring; each cancels everything in flight and
-// runs until every task it spawned has ended.
+// connection, and runs its ring. One multishot accept SQE gives a CQE per connection, so under
+// load a whole backlog is taken in one turn of the ring, not one connection per turn. Stopping
+// wakes every ring; each cancels everything in flight and runs until every task it spawned has
+// ended.
 
 #include <sys/socket.h>
 
@@ -105,11 +107,10 @@ class UringServer final : public LoopServer {
     uring::Ring& ring = *loops_[i]->ring;
     Context context{ring, pool_, state_};
     try {
-      ring.spawn(accept_connections(context, loops_[i]->listener.get()));
+      ring.spawn(accept_connections(context, loops_[i]->listener));
       while (!stopping_.load(std::memory_order_acquire)) {
         ring.run_once();
-        if (loops_[i]->drain.exchange(false))
-          uring_coro::drain(context, loops_[i]->listener.release());
+        if (loops_[i]->drain.exchange(false)) uring_coro::drain(context, loops_[i]->listener.get());
       }
       // Pending reads, sends, timeouts and the accept complete with -ECANCELED; new ones are
       // refused; a job on the pool comes back (the sleeper was interrupted) and finds the same.
@@ -122,15 +123,24 @@ class UringServer final : public LoopServer {
   }
 
   /// Accepts on this loop's own listening socket, and spawns a coroutine per connection.
-  uring::Task<void> accept_connections(Context& context, int listener) {
+  uring::Task<void> accept_connections(Context& context, Fd& listener) {
+    // One multishot SQE: a CQE per connection, a whole backlog in one turn of the ring.
+    // NOTE: while that SQE is armed, this coroutine awaits nothing but next() (the back-off below
+    // follows a failed accept, which ends the SQE), and it ends only through -ECANCELED.
+    uring::Acceptor acceptor(context.ring, listener.get());
     for (;;) {
-      const int fd = co_await uring::Accept(context.ring, listener);
-      if (fd == -ECANCELED || context.ring.cancelled() || state_.draining()) {
-        if (fd >= 0) ::close(fd);
+      const int fd = co_await acceptor.next();
+      if (fd == -ECANCELED) {  // stopping or draining (connections that came were closed)
+        listener.reset();      // the kernel let go of it: the port refuses new connections now
         co_return;
       }
+      if (fd >= 0 && state_.draining()) {
+        ::close(fd);  // accepted before drain()'s cancel reached the kernel, which ends the SQE
+        continue;
+      }
       if (fd < 0) {
-        // One failed accept is not the loop's end; out of fds, pause (cm::accept_backoff).
+        // One failed accept is not the loop's end; out of fds, pause (cm::accept_backoff) before
+        // next() arms the accept again.
         co_await uring::Timeout(context.ring, accept_backoff(-fd));
         continue;
       }

@@ -1,180 +1,108 @@
-// ring.cpp -- the ring, its run loop, and what each operation puts in its SQE.
+// ring.cpp -- the ring and its run loop, spawned tasks, and the multishot Acceptor.
 
 #include "cm/uring/ring.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>
-#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <string>
+#include <exception>
+#include <utility>
 
 namespace cm::uring {
-
-// --- operations ---------------------------------------------------------------------------------
-
-io_uring_sqe* Operation::prepare(std::coroutine_handle<> waiter) {
-  waiter_ = waiter;
-  io_uring_sqe* sqe = ring_.get_sqe();
-  io_uring_sqe_set_data(sqe, this);  // the CQE finds this awaiter, and through it the coroutine
-  return sqe;
-}
-
-__kernel_timespec to_timespec(std::chrono::nanoseconds duration) noexcept {
-  if (duration.count() < 0) duration = {};
-  __kernel_timespec ts{};
-  ts.tv_sec = duration.count() / 1'000'000'000;
-  ts.tv_nsec = duration.count() % 1'000'000'000;
-  return ts;
-}
-
-__kernel_timespec to_timespec(std::chrono::steady_clock::time_point deadline) noexcept {
-  return to_timespec(std::chrono::nanoseconds(deadline.time_since_epoch()));
-}
-
-void Accept::await_suspend(std::coroutine_handle<> waiter) {
-  io_uring_prep_accept(prepare(waiter), listener_, nullptr, nullptr, SOCK_CLOEXEC);
-}
-
-void Recv::await_suspend(std::coroutine_handle<> waiter) {
-  io_uring_prep_recv(prepare(waiter), fd_, buffer_.data(), buffer_.size(), 0);
-}
-
-void RecvFor::await_suspend(std::coroutine_handle<> waiter) {
-  // The recv and its link timeout must reach the kernel in the same submission, one after the
-  // other: reserve both SQEs first, so that get_sqe() cannot submit between them.
-  ring_.reserve(2);
-  io_uring_sqe* recv = prepare(waiter);
-  io_uring_prep_recv(recv, fd_, buffer_.data(), buffer_.size(), 0);
-  recv->flags |= IOSQE_IO_LINK;
-  io_uring_sqe* timer = ring_.get_sqe();
-  io_uring_prep_link_timeout(timer, &limit_, 0);
-  io_uring_sqe_set_data64(timer, Ring::ignored);  // its CQE tells nothing the recv's does not
-}
-
-int RecvFor::await_resume() const noexcept {
-  // When the link timeout fires, the kernel cancels the recv: -ECANCELED. The only other cancel
-  // of a recv is cancel_all(), after which the ring is stopping.
-  if (result_ == -ECANCELED && !ring_.cancelled()) return -ETIME;
-  return result_;
-}
-
-void Send::await_suspend(std::coroutine_handle<> waiter) {
-  io_uring_prep_send(prepare(waiter), fd_, bytes_.data(), bytes_.size(), MSG_NOSIGNAL);
-}
-
-void Timeout::await_suspend(std::coroutine_handle<> waiter) {
-  io_uring_prep_timeout(prepare(waiter), &time_, 0, flags_);
-}
-
-void Cancel::await_suspend(std::coroutine_handle<> waiter) {
-  io_uring_prep_cancel(prepare(waiter), const_cast<Operation*>(target_), 0);
-}
-
-void Close::await_suspend(std::coroutine_handle<> waiter) {
-  io_uring_prep_close(prepare(waiter), fd_);
-}
-
-void Nop::await_suspend(std::coroutine_handle<> waiter) {
-  io_uring_prep_nop(prepare(waiter));
-}
-
-bool means_unavailable(const std::system_error& error) noexcept {
-  return error.code() == std::error_code(ENOSYS, std::system_category()) ||
-         error.code() == std::error_code(EPERM, std::system_category());
-}
-
-// --- the ring -----------------------------------------------------------------------------------
-
-Ring::Ring(unsigned entries) {
-  io_uring_params params{};
-  // A big CQ: every connection has at most two completions pending, and a CQ that overflows
-  // makes submission fail with EBUSY until it is reaped.
-  params.flags = IORING_SETUP_CQSIZE;
-  params.cq_entries = entries * 16;
-  const char* simulate = std::getenv("CM_URING_SIMULATE_ENOSYS");
-  const int ret = simulate && std::strcmp(simulate, "1") == 0
-                      ? -ENOSYS
-                      : io_uring_queue_init_params(entries, &ring_, &params);
-  if (ret < 0) throw std::system_error(-ret, std::system_category(), "io_uring_queue_init");
-  wakeup_fd_.reset(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
-  if (!wakeup_fd_) {
-    const int error = errno;
-    io_uring_queue_exit(&ring_);
-    throw std::system_error(error, std::system_category(), "eventfd");
-  }
-  arm_wakeup();
-}
-
-Ring::~Ring() {
-  if (spawned_ != 0) {
-    std::fprintf(stderr, "cm::uring::Ring destroyed with %zu tasks still running\n", spawned_);
-  }
-  // Only the wake-up poll is left in flight, and a poll holds no memory of ours.
-  io_uring_queue_exit(&ring_);
-}
-
-io_uring_sqe* Ring::get_sqe() {
-  io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-  if (sqe) return sqe;
-  // The SQ is full: hand what it holds to the kernel, which frees every slot.
-  const int ret = io_uring_submit(&ring_);
-  if (ret < 0) throw std::system_error(-ret, std::system_category(), "io_uring_submit");
-  sqe = io_uring_get_sqe(&ring_);
-  if (!sqe) throw std::system_error(EBUSY, std::system_category(), "io_uring_get_sqe");
-  return sqe;
-}
-
-void Ring::reserve(unsigned count) {
-  if (io_uring_sq_space_left(&ring_) >= count) return;
-  const int ret = io_uring_submit(&ring_);
-  if (ret < 0) throw std::system_error(-ret, std::system_category(), "io_uring_submit");
-}
-
 namespace {
 
-/// Whether an io_uring_submit* result is a failure of the ring (not "try again").
-bool failed(int ret) noexcept {
-  return ret < 0 && ret != -EINTR && ret != -EBUSY && ret != -EAGAIN;
+/// Whether the environment asks for a refusal to be simulated (`name`=1), for the tests.
+bool simulating(const char* name) {
+  const char* value = std::getenv(name);
+  return value && std::strcmp(value, "1") == 0;
+}
+
+/// Throws unless io_uring_submit* gave a success or a "try again" (-EBUSY, -EAGAIN, -EINTR).
+void check(int ret, const char* what) {
+  if (ret < 0 && ret != -EINTR && ret != -EBUSY && ret != -EAGAIN)
+    throw std::system_error(-ret, std::system_category(), what);
+}
+
+/// The owner of a spawned task: starts at once, frees its own frame when the task ends.
+struct Detached {
+  struct promise_type : FrameCount {
+    Detached get_return_object() noexcept { return {}; }
+    std::suspend_never initial_suspend() noexcept { return {}; }
+    std::suspend_never final_suspend() noexcept { return {}; }
+    void return_void() noexcept {}
+    void unhandled_exception() noexcept { std::terminate(); }  // own() catches everything
+  };
+};
+
+Detached own(Task<void> task, std::size_t& spawned) {
+  ++spawned;  // in the frame: if it cannot be allocated, nothing started and nothing is counted
+  try {
+    co_await std::move(task);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cm::uring: a spawned task failed: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "cm::uring: a spawned task failed\n");
+  }
+  --spawned;
 }
 
 }  // namespace
 
+Ring::Ring(unsigned entries) : wakeup_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+  if (!wakeup_fd_) throw std::system_error(errno, std::system_category(), "eventfd");
+  // A big CQ: every connection has at most two completions pending, and a CQ that overflows
+  // makes submission fail with EBUSY until it is reaped.
+  io_uring_params params{.cq_entries = entries * 16, .flags = IORING_SETUP_CQSIZE};
+  const int ret = simulating("CM_URING_SIMULATE_ENOSYS")
+                      ? -ENOSYS
+                      : io_uring_queue_init_params(entries, &ring_, &params);
+  if (ret < 0) throw std::system_error(-ret, std::system_category(), "io_uring_queue_init");
+  arm_wakeup();
+}
+
+Ring::~Ring() {
+  if (spawned_ != 0)
+    std::fprintf(stderr, "cm::uring::Ring destroyed with %zu tasks still running\n", spawned_);
+  // Only the wake-up poll is left in flight, and a poll holds no memory of ours.
+  io_uring_queue_exit(&ring_);
+}
+
+io_uring_sqe* Ring::get_sqe(unsigned room) {
+  // Not enough room: the kernel takes what the SQ holds, and every slot is free again.
+  if (io_uring_sq_space_left(&ring_) < room) check(io_uring_submit(&ring_), "io_uring_submit");
+  if (io_uring_sqe* sqe = io_uring_get_sqe(&ring_)) return sqe;
+  throw std::system_error(EBUSY, std::system_category(), "io_uring_get_sqe");
+}
+
 void Ring::run_once() {
-  const int ret = io_uring_submit_and_wait(&ring_, 1);
-  if (failed(ret))
-    throw std::system_error(-ret, std::system_category(), "io_uring_submit_and_wait");
+  check(io_uring_submit_and_wait(&ring_, 1), "io_uring_submit_and_wait");
   io_uring_cqe* cqe = nullptr;
   while (io_uring_peek_cqe(&ring_, &cqe) == 0) {
-    const std::uint64_t user_data = cqe->user_data;
-    const int result = cqe->res;
+    const io_uring_cqe copy = *cqe;
     io_uring_cqe_seen(&ring_, cqe);  // before resuming: the coroutine may submit and reap again
-    dispatch(user_data, result);
+    dispatch(copy);
     // NOTE: latency. What the resumed coroutines queued (a reply's send, the next recv) goes to
     // the kernel every submit_batch SQEs, not after the last CQE: with thousands of CQEs at once
     // (2,000 timers due together), holding them back made each reply wait for the whole batch,
     // and the waits grew into waves (docs/models/uring_coro.md, "Answering on time").
-    if (io_uring_sq_ready(&ring_) >= submit_batch) {
-      const int submitted = io_uring_submit(&ring_);
-      if (failed(submitted))
-        throw std::system_error(-submitted, std::system_category(), "io_uring_submit");
-    }
+    if (io_uring_sq_ready(&ring_) >= submit_batch)
+      check(io_uring_submit(&ring_), "io_uring_submit");
   }
 }
 
-void Ring::dispatch(std::uint64_t user_data, int result) {
-  switch (user_data) {
-    case ignored:
-      return;
-    case wakeup:
-      on_wakeup();
-      return;
-    default:
-      // NOTE: this Operation is alive: its coroutine is suspended on it until this resume.
-      reinterpret_cast<Operation*>(user_data)->complete(result);
+void Ring::dispatch(const io_uring_cqe& cqe) {
+  // NOTE: what user_data names is alive: an Operation's coroutine is suspended on it until this
+  // very resume, and an Acceptor outlives its last CQE (see Acceptor).
+  if (cqe.user_data == ignored) return;
+  if (cqe.user_data == wakeup) return on_wakeup();
+  if (cqe.user_data & multishot) {
+    return reinterpret_cast<Acceptor*>(cqe.user_data & ~multishot)->complete(cqe.res, cqe.flags);
   }
+  reinterpret_cast<Operation*>(cqe.user_data)->complete(cqe.res);
 }
 
 void Ring::arm_wakeup() {
@@ -190,18 +118,13 @@ void Ring::on_wakeup() {
   // taken below or signals again.
   eventfd_t ignored_count;
   (void)::eventfd_read(wakeup_fd_.get(), &ignored_count);
-  {
-    std::lock_guard lock(posted_mutex_);
-    resuming_.swap(posted_);
-  }
+  std::vector<std::coroutine_handle<>> resuming;
+  std::unique_lock lock(posted_mutex_);
+  resuming.swap(posted_);
+  lock.unlock();
   arm_wakeup();  // also after cancel_all() cancelled it: pool completions must still come in
-  for (std::coroutine_handle<> waiter : resuming_)
+  for (std::coroutine_handle<> waiter : resuming)
     waiter.resume();
-  resuming_.clear();
-}
-
-void Ring::signal_locked() noexcept {
-  (void)::eventfd_write(wakeup_fd_.get(), 1);
 }
 
 void Ring::post(std::coroutine_handle<> waiter) {
@@ -209,12 +132,7 @@ void Ring::post(std::coroutine_handle<> waiter) {
   // finish every task and destroy the ring; a write after unlocking could hit a closed fd.
   std::lock_guard lock(posted_mutex_);
   posted_.push_back(waiter);
-  if (posted_.size() == 1) signal_locked();  // the first one wakes the ring; others ride along
-}
-
-void Ring::wake() {
-  std::lock_guard lock(posted_mutex_);
-  signal_locked();
+  if (posted_.size() == 1) (void)::eventfd_write(wakeup_fd_.get(), 1);  // others ride along
 }
 
 void Ring::cancel_all() {
@@ -224,56 +142,49 @@ void Ring::cancel_all() {
   io_uring_sqe_set_data64(sqe, ignored);
 }
 
-// --- spawned tasks ------------------------------------------------------------------------------
-
-/// The owner of a spawned task: starts at once, frees its own frame when the task ends.
-struct Ring::Detached {
-  struct promise_type : FrameCount {
-    Detached get_return_object() noexcept { return {}; }
-    std::suspend_never initial_suspend() noexcept { return {}; }
-    std::suspend_never final_suspend() noexcept { return {}; }
-    void return_void() noexcept {}
-    void unhandled_exception() noexcept { std::terminate(); }  // own() catches everything
-  };
-};
-
-Ring::Detached Ring::own(Ring& ring, Task<void> task) {
-  try {
-    co_await std::move(task);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "cm::uring: a spawned task failed: %s\n", e.what());
-  } catch (...) {
-    std::fprintf(stderr, "cm::uring: a spawned task failed\n");
-  }
-  --ring.spawned_;
-}
-
 void Ring::spawn(Task<void> task) {
-  ++spawned_;  // before: the task may run to its end (and count itself out) inside own()
-  try {
-    own(*this, std::move(task));
-  } catch (...) {  // only the owner's frame allocation can throw out of own()
-    --spawned_;
-    throw;
-  }
+  own(std::move(task), spawned_);
 }
 
-Task<void> Ring::capture(Task<void> task, bool& done, std::exception_ptr& failure) {
-  try {
-    co_await std::move(task);
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  done = true;
+Acceptor::Acceptor(Ring& ring, int listener) : ring_(ring), listener_(listener) {
+  simulate_refusal_ = simulating("CM_URING_SIMULATE_NO_MULTISHOT");
 }
 
-void Ring::run(Task<void> task) {
-  bool done = false;
-  std::exception_ptr failure;
-  spawn(capture(std::move(task), done, failure));
-  while (!done)
-    run_once();
-  if (failure) std::rethrow_exception(failure);
+Acceptor::~Acceptor() {
+  if (!armed_) return;
+  std::fprintf(stderr, "cm::uring::Acceptor destroyed with its SQE armed\n");
+  std::terminate();
+}
+
+void Acceptor::arm() {
+  io_uring_sqe* sqe = ring_.get_sqe();
+  if (multishot_) {
+    io_uring_prep_multishot_accept(sqe, listener_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (simulate_refusal_) sqe->ioprio |= 1u << 15;  // an accept flag no kernel knows: -EINVAL
+  } else {
+    io_uring_prep_accept(sqe, listener_, nullptr, nullptr, SOCK_CLOEXEC);
+  }
+  // user_data: this Acceptor's address with its lowest bit set (0 in any address of one, as it
+  // is aligned). The bit tells the ring that this SQE may give many CQEs, which go to complete()
+  // with their flags: it is armed until a CQE comes without IORING_CQE_F_MORE.
+  static_assert(alignof(Acceptor) > 1);
+  io_uring_sqe_set_data64(sqe, reinterpret_cast<std::uintptr_t>(this) | Ring::multishot);
+  armed_ = true;
+}
+
+void Acceptor::complete(int result, unsigned flags) {
+  if (!(flags & IORING_CQE_F_MORE)) armed_ = false;  // the SQE is done: next() arms another
+  if (result == -EINVAL && multishot_) {
+    multishot_ = false;  // a kernel before 5.19: one single-shot accept per connection from now
+    if (!ring_.cancelled()) return arm();  // the coroutine waits on
+  }
+  if (ring_.cancelled()) {  // stopping: a connection that comes now is closed, not served
+    if (result >= 0) ::close(result);
+    if (armed_) return;  // the coroutine waits on, for the last CQE
+  }
+  result_ = result;
+  // NOTE: the coroutine resumed may end, and free this object: nothing of `this` after resume().
+  std::exchange(waiter_, {}).resume();
 }
 
 }  // namespace cm::uring

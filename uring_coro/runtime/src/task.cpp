@@ -4,9 +4,6 @@
 
 namespace cm::uring {
 
-std::atomic<std::size_t> FrameCount::alive_{0};
-std::atomic<std::size_t> FrameCount::bytes_{0};
-
 void* FrameCount::operator new(std::size_t size) {
   void* frame = ::operator new(size);
   alive_.fetch_add(1, std::memory_order_relaxed);

@@ -5,13 +5,18 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/utsname.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <latch>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cm/net.hpp"
 #include "cm/uring/pool.hpp"
@@ -102,23 +107,6 @@ TEST_F(RingTest, TimeoutAtADeadlineAlreadyPassedExpiresAtOnce) {
   EXPECT_EQ(result, -ETIME);
 }
 
-TEST_F(RingTest, CancelEndsAPendingTimeout) {
-  const Operation* pending = nullptr;
-  int timeout_result = 0;
-  auto waiter = [&](Ring& r) -> Task<void> {
-    Timeout timeout(r, 1h);
-    pending = &timeout;
-    timeout_result = co_await timeout;
-  };
-  ring().spawn(waiter(ring()));
-  ASSERT_NE(pending, nullptr) << "a spawned task runs at once, up to its first suspension";
-  const int cancel_result =
-      ring().run([&](Ring& r) -> Task<int> { co_return co_await Cancel(r, *pending); }(ring()));
-  run_until_joined();
-  EXPECT_EQ(cancel_result, 0);
-  EXPECT_EQ(timeout_result, -ECANCELED);
-}
-
 TEST_F(RingTest, SendAndRecvOverASocketPair) {
   SocketPair pair;
   auto exchange = [&](Ring& r) -> Task<std::string> {
@@ -126,7 +114,7 @@ TEST_F(RingTest, SendAndRecvOverASocketPair) {
     const int sent = co_await Send(r, pair.a.get(), message);
     EXPECT_EQ(sent, static_cast<int>(message.size()));
     char buffer[64];
-    const int got = co_await Recv(r, pair.b.get(), buffer);
+    const int got = co_await RecvFor(r, pair.b.get(), buffer, 10s);
     co_return std::string(buffer, got > 0 ? static_cast<std::size_t>(got) : 0);
   };
   EXPECT_EQ(ring().run(exchange(ring())), "hello, ring");
@@ -148,20 +136,100 @@ TEST_F(RingTest, RecvForGivesEtimeWhenNothingComesAndDataWhenItDoes) {
   EXPECT_EQ(ring().run(receive(ring(), 10s)), 0) << "EOF";
 }
 
-TEST_F(RingTest, AcceptTakesAConnection) {
-  Listeners listeners = open_listeners("127.0.0.1", 0, 1);
-  Fd client(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+/// `count` clients connected to `port` on the loopback (each waits in the listener's backlog).
+std::vector<Fd> connect_clients(std::uint16_t port, int count) {
+  std::vector<Fd> clients;
   sockaddr_in address{};
   address.sin_family = AF_INET;
-  address.sin_port = htons(listeners.port);
+  address.sin_port = htons(port);
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(client.get(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  const int fd = ring().run([](Ring& r, int listener) -> Task<int> {
-    co_return co_await Accept(r, listener);
-  }(ring(), listeners.sockets.front().get()));
-  ASSERT_GE(fd, 0);
-  Fd accepted(fd);
-  EXPECT_NE(::fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+  for (int i = 0; i < count; ++i) {
+    clients.emplace_back(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (::connect(clients.back().get(), reinterpret_cast<sockaddr*>(&address), sizeof address))
+      throw std::system_error(errno, std::system_category(), "connect");
+  }
+  return clients;
+}
+
+/// Whether the running kernel is major.minor or later.
+bool kernel_at_least(int major, int minor) {
+  utsname name{};
+  int got_major = 0, got_minor = 0;
+  if (::uname(&name) != 0 || std::sscanf(name.release, "%d.%d", &got_major, &got_minor) != 2)
+    return false;
+  return got_major > major || (got_major == major && got_minor >= minor);
+}
+
+/// Takes connections from `acceptor` into `accepted` until it says the ring stopped.
+Task<void> accept_all(Acceptor& acceptor, std::vector<Fd>& accepted, std::vector<int>& errors) {
+  for (;;) {
+    const int fd = co_await acceptor.next();
+    if (fd == -ECANCELED) co_return;
+    if (fd >= 0) accepted.emplace_back(fd);
+    if (fd < 0) errors.push_back(fd);
+  }
+}
+
+/// Accepts `count` clients waiting in a backlog; gives the loop turns (run_once) that took.
+int accept_backlog(Ring& ring, Acceptor& acceptor, int count, std::vector<Fd>& accepted) {
+  std::vector<int> errors;
+  ring.spawn(accept_all(acceptor, accepted, errors));
+  int turns = 0;
+  while (accepted.size() < static_cast<std::size_t>(count) && errors.empty() && turns < 10 * count)
+    ring.run_once(), ++turns;
+  EXPECT_TRUE(errors.empty()) << "accept failed: " << std::strerror(-errors.front());
+  ring.cancel_all();  // the acceptor's SQE is still armed: only a cancel ends it
+  while (ring.spawned() > 0)
+    ring.run_once();
+  return turns;
+}
+
+TEST_F(RingTest, AMultishotAcceptTakesAWholeBacklogInOneTurn) {
+  constexpr int count = 100;
+  Listeners listeners = open_listeners("127.0.0.1", 0, 1);
+  std::vector<Fd> clients = connect_clients(listeners.port, count);
+  Acceptor acceptor(ring(), listeners.sockets.front().get());
+  std::vector<Fd> accepted;
+  const int turns = accept_backlog(ring(), acceptor, count, accepted);
+  if (!acceptor.multishot() && !kernel_at_least(5, 19))
+    GTEST_SKIP() << "this kernel refuses IORING_ACCEPT_MULTISHOT (5.19+); the fallback served";
+  ASSERT_TRUE(acceptor.multishot()) << "a kernel of 5.19 or later refused multishot accept";
+  ASSERT_EQ(accepted.size(), static_cast<std::size_t>(count));
+  // One SQE gave a CQE per connection. A single-shot accept, armed again after each CQE, would
+  // have needed a turn per connection (the fallback below does).
+  EXPECT_LE(turns, 3);
+  for (const Fd& fd : accepted)
+    EXPECT_NE(::fcntl(fd.get(), F_GETFD) & FD_CLOEXEC, 0);
+}
+
+TEST_F(RingTest, WhereTheKernelRefusesMultishotAcceptOneSqePerConnection) {
+  constexpr int count = 20;
+  Listeners listeners = open_listeners("127.0.0.1", 0, 1);
+  std::vector<Fd> clients = connect_clients(listeners.port, count);
+  ::setenv("CM_URING_SIMULATE_NO_MULTISHOT", "1", 1);  // the kernel is sent a flag it refuses
+  Acceptor acceptor(ring(), listeners.sockets.front().get());
+  ::unsetenv("CM_URING_SIMULATE_NO_MULTISHOT");
+  std::vector<Fd> accepted;
+  const int turns = accept_backlog(ring(), acceptor, count, accepted);
+  EXPECT_FALSE(acceptor.multishot()) << "the -EINVAL was not taken as a refusal";
+  EXPECT_EQ(accepted.size(), static_cast<std::size_t>(count));
+  EXPECT_GE(turns, count) << "one connection per loop turn";
+}
+
+TEST_F(RingTest, CancelAllEndsAnAcceptorAndClosesWhatCameMeanwhile) {
+  Listeners listeners = open_listeners("127.0.0.1", 0, 1);
+  Acceptor acceptor(ring(), listeners.sockets.front().get());
+  int result = 0;
+  ring().spawn([](Acceptor& a, int& r) -> Task<void> { r = co_await a.next(); }(acceptor, result));
+  ring().run([](Ring& r) -> Task<void> { co_await Nop(r); }(ring()));  // the SQE is armed now
+  std::vector<Fd> clients = connect_clients(listeners.port, 1);        // its CQE comes: an fd
+  ring().cancel_all();
+  run_until_joined();
+  EXPECT_EQ(result, -ECANCELED) << "a stopping ring serves no new connection";
+  pollfd client{clients.front().get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&client, 1, 2000), 1) << "the connection was neither accepted nor closed";
+  char byte;
+  EXPECT_EQ(::recv(client.fd, &byte, 1, 0), 0) << "the accepted fd was closed";
 }
 
 TEST_F(RingTest, CloseThroughTheRing) {
@@ -202,7 +270,8 @@ TEST_F(RingTest, CancelAllEndsEveryTaskAndRefusesNewOperations) {
     ring().spawn([](Ring& r, int fd, int& count) -> Task<void> {
       if (co_await Timeout(r, 1h) == -ECANCELED) ++count;
       char buffer[8];
-      if (co_await Recv(r, fd, buffer) == -ECANCELED) ++count;  // refused: never reaches the kernel
+      if (co_await RecvFor(r, fd, buffer, 1h) == -ECANCELED)
+        ++count;  // refused: never reaches the kernel
     }(ring(), pair.b.get(), cancelled));
   }
   ring().run(Task<void>([](Ring& r) -> Task<void> { co_await Nop(r); }(ring())));

@@ -4,101 +4,87 @@
 ///
 ///     co_await pool.run(ring, [&] { blocking_call(); });
 ///
-/// The awaiter is the job: it lives in the awaiting coroutine's frame; a worker thread runs it,
-/// then post()s the coroutine back onto `ring` (through the ring's eventfd), so the coroutine goes
-/// on on its own ring's thread. The pool does not bound its queue: the caller does that first
+/// The awaiter holds the work, in the awaiting coroutine's frame; a worker thread runs it, then
+/// post()s the coroutine back onto `ring` (through the ring's eventfd), so the coroutine goes on
+/// on its own ring's thread. The pool does not bound its queue: the caller does that first
 /// (cm::Admission, a 503 past it).
 
+#include <algorithm>
 #include <condition_variable>
 #include <coroutine>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <mutex>
+#include <stop_token>
 #include <thread>
-#include <utility>
 #include <vector>
 
 #include "cm/uring/ring.hpp"
 
 namespace cm::uring {
 
-/// One job of a Pool: what to run, and the coroutine to post back to its ring afterwards.
-class PoolJob {
- public:
-  PoolJob(const PoolJob&) = delete;
-  PoolJob& operator=(const PoolJob&) = delete;
-  /// On a worker: runs the job, keeping what it throws for the awaiter, then posts the coroutine
-  /// back. NOTE: the coroutine may then resume and free this job's frame at once: after post(),
-  /// nothing of `this` may be touched.
-  void run_and_post() noexcept {
-    try {
-      work();
-    } catch (...) {
-      failure_ = std::current_exception();
-    }
-    ring_.post(waiter_);
-  }
-
- protected:
-  explicit PoolJob(Ring& ring) noexcept : ring_(ring) {}
-  ~PoolJob() = default;
-  virtual void work() = 0;
-  Ring& ring_;
-  std::exception_ptr failure_;
-  std::coroutine_handle<> waiter_;
-};
-
 /// A pool of worker threads whose jobs complete back onto the ring that sent them.
 class Pool {
  public:
   /// `threads` workers (at least one).
-  explicit Pool(unsigned threads);
-  /// stop().
-  ~Pool();
-  Pool(const Pool&) = delete;
-  Pool& operator=(const Pool&) = delete;
+  explicit Pool(unsigned threads) {
+    for (unsigned i = 0; i < std::max(threads, 1u); ++i)
+      workers_.emplace_back([this](std::stop_token stop) { work_loop(stop); });
+  }
 
   /// Runs every job already queued, then joins the workers. Call it once every ring that may
-  /// submit has stopped submitting. Idempotent.
-  void stop();
+  /// submit has stopped submitting. Idempotent; destroying the pool does it too (see workers_).
+  void stop() { workers_.clear(); }
 
-  /// The awaiter of run(): the job itself.
+  /// co_await run(ring, work): `work()` on a worker, then back on `ring`. The awaiter holds
+  /// `work` and what it throws (rethrown to the coroutine).
   template <typename Work>
-  class Offload final : public PoolJob {
-   public:
-    Offload(Pool& pool, Ring& ring, Work work)
-        : PoolJob(ring), pool_(pool), work_(std::move(work)) {}
-    bool await_ready() const noexcept { return false; }
-    void await_suspend(std::coroutine_handle<> waiter) {
-      waiter_ = waiter;
-      pool_.enqueue(this);
-    }
-    /// Rethrows what the job threw.
-    void await_resume() const {
-      if (failure_) std::rethrow_exception(failure_);
-    }
-
-   private:
-    void work() override { work_(); }
-    Pool& pool_;
-    Work work_;
-  };
-
-  /// co_await run(ring, work): `work()` on a worker, then back on `ring`.
-  template <typename Work>
-  Offload<Work> run(Ring& ring, Work work) {
-    return Offload<Work>(*this, ring, std::move(work));
+  auto run(Ring& ring, Work work) {
+    struct Offload {
+      Pool& pool;
+      Ring& ring;
+      Work work;
+      std::exception_ptr failure;
+      bool await_ready() const noexcept { return false; }
+      void await_suspend(std::coroutine_handle<> waiter) {
+        std::lock_guard lock(pool.mutex_);
+        pool.queue_.push_back([this, waiter] {  // on a worker
+          try {
+            work();
+          } catch (...) {
+            failure = std::current_exception();
+          }
+          // NOTE: the coroutine may resume and free this awaiter at once: after post(), nothing
+          // of `this` may be touched (`ring` is read before the call).
+          ring.post(waiter);
+        });
+        pool.ready_.notify_one();
+      }
+      void await_resume() const {
+        if (failure) std::rethrow_exception(failure);
+      }
+    };
+    return Offload{*this, ring, std::move(work), nullptr};
   }
 
  private:
-  void enqueue(PoolJob* job);
-  void work_loop();
+  void work_loop(std::stop_token stop) {
+    std::unique_lock lock(mutex_);
+    // Asked to stop, a worker still runs what is queued: every waiter is posted back.
+    while (ready_.wait(lock, stop, [this] { return !queue_.empty(); })) {
+      std::function<void()> job = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      job();
+      lock.lock();
+    }
+  }
 
-  std::mutex mutex_;  // guards queue_ and stopping_
-  std::condition_variable ready_;
-  std::deque<PoolJob*> queue_;
-  bool stopping_ = false;
-  std::vector<std::thread> workers_;
+  std::mutex mutex_;  // guards queue_ (and makes a Pool neither copyable nor movable)
+  std::condition_variable_any ready_;
+  std::deque<std::function<void()>> queue_;
+  std::vector<std::jthread> workers_;  // last: the first to go (a jthread stops, then joins)
 };
 
 }  // namespace cm::uring

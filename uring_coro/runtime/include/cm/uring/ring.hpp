@@ -2,27 +2,29 @@
 /// \file ring.hpp
 /// One io_uring, the coroutines it resumes, and one awaitable per operation.
 ///
-/// A coroutine that wants I/O co_awaits an operation (`co_await Recv(ring, fd, buffer)`). The
+/// A coroutine that wants I/O co_awaits an operation (`co_await Send(ring, fd, bytes)`). The
 /// awaiter is an Operation: it gets an SQE, puts its own address in the SQE's user_data and
 /// suspends. Ring::run_once() submits, waits, and for each CQE turns user_data back into the
 /// Operation, stores the result and resumes the coroutine. No table, no callback: the awaiter
 /// lives in the suspended coroutine's frame, and it stays there exactly as long as the SQE is in
 /// flight, because the coroutine cannot go on (and so cannot free it) before the CQE arrives.
+/// The one SQE that gives many CQEs, a multishot accept, has an Acceptor of its own.
 ///
 /// A Ring belongs to one thread; only post() and wake() may be called from others.
 
 #include <liburing.h>
+#include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
-#include <exception>
 #include <mutex>
-#include <optional>
 #include <span>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "cm/fd.hpp"
@@ -30,22 +32,88 @@
 
 namespace cm::uring {
 
-class Ring;
+/// One io_uring and the coroutines it resumes.
+///
+/// user_data encoding (every SQE this runtime submits carries one of these):
+///   0            nobody waits: the CQE is dropped (RecvFor's link timeout, cancel_all()'s cancel)
+///   1            the ring's own wake-up poll on its eventfd (post() and wake() from other threads)
+///   address | 1  an Acceptor, whose one SQE gives a CQE per connection (see Acceptor::arm())
+///   address      an Operation: the awaiter in the suspended coroutine's frame (Operation::prepare)
+/// Both kinds of object are aligned (their lowest bit is free) and not null (never 0 or 1).
+class Ring {
+ public:
+  static constexpr std::uint64_t ignored = 0;    ///< user_data: drop the CQE
+  static constexpr std::uint64_t wakeup = 1;     ///< user_data: the eventfd poll
+  static constexpr std::uint64_t multishot = 1;  ///< user_data: the tag bit of an Acceptor
 
-/// The state of one SQE in flight: which coroutine waits, and (after the CQE) the result.
-/// It is the awaiter of a co_await, so it lives in the waiting coroutine's frame; its address is
-/// the SQE's user_data (see Ring's encoding). Not copyable or movable: the kernel holds its
-/// address.
+  /// Sets up a ring of `entries` SQEs (the CQ holds 16 times as many). Throws std::system_error
+  /// ("io_uring_queue_init: ...") if the kernel refuses (see means_unavailable()), or, to test
+  /// that, with CM_URING_SIMULATE_ENOSYS=1 in the environment: ENOSYS, as an old kernel would.
+  explicit Ring(unsigned entries = 4096);
+  /// NOTE: destroy a ring only when spawned() is 0 (every task joined): a task still suspended
+  /// has an SQE whose buffers and Operation live in its frame.
+  ~Ring();
+
+  /// A free SQE, and `room` - 1 more after it (a linked pair must not be split by a submit).
+  /// When the SQ lacks room, what it holds is submitted first.
+  io_uring_sqe* get_sqe(unsigned room = 1);
+
+  /// Submits what is queued, waits for at least one completion, and resumes every waiter whose
+  /// CQE arrived (and every coroutine post()ed by another thread). What the resumed coroutines
+  /// queue is submitted every submit_batch SQEs on the way, not only at the next run_once().
+  void run_once();
+  static constexpr unsigned submit_batch = 16;
+
+  /// Starts `task` now; the ring owns it until it ends (spawned() counts it until then). An
+  /// exception escaping it is reported on stderr and ends that task only.
+  void spawn(Task<void> task);
+  std::size_t spawned() const noexcept { return spawned_; }
+  /// Runs the ring until `task` ends, and gives its value or rethrows its exception.
+  template <typename T>
+  T run(Task<T> task) {
+    task.frame_.resume();  // to its first suspension; at its end it transfers to nobody (noop)
+    while (!task.frame_.done())
+      run_once();
+    return task.frame_.promise().take();
+  }
+
+  /// Cancels every operation in flight (IORING_ASYNC_CANCEL_ANY, Linux 5.19); from then on a
+  /// cancellable operation completes at once with -ECANCELED. This is how a loop stops.
+  void cancel_all();
+  bool cancelled() const noexcept { return cancelled_; }
+
+  /// Thread-safe: resumes `waiter` on this ring's thread, from its next run_once().
+  void post(std::coroutine_handle<> waiter);
+  /// Thread-safe: makes the current (or next) run_once() return.
+  void wake() { post(std::noop_coroutine()); }
+
+ private:
+  void dispatch(const io_uring_cqe& cqe);
+  void arm_wakeup();
+  void on_wakeup();
+
+  io_uring ring_{};
+  Fd wakeup_fd_;  // eventfd: other threads write it, the ring polls it
+  std::size_t spawned_ = 0;
+  bool cancelled_ = false;
+  std::mutex posted_mutex_;  // guards posted_ (and makes the ring neither copyable nor movable)
+  std::vector<std::coroutine_handle<>> posted_;
+};
+
+/// The state of one SQE in flight: the coroutine that waits, and (after the CQE) the result.
+/// Not copyable or movable: the kernel holds its address.
 class Operation {
  public:
   Operation(const Operation&) = delete;
   Operation& operator=(const Operation&) = delete;
 
   /// Once Ring::cancel_all() ran, a cancellable operation does not start: it gives -ECANCELED.
-  bool await_ready() noexcept;
+  bool await_ready() noexcept {
+    if (cancellable_ && ring_.cancelled()) result_ = -ECANCELED;
+    return cancellable_ && ring_.cancelled();
+  }
   /// The CQE's result: >= 0 on success, -errno on failure (a value, never an exception).
   int await_resume() const noexcept { return result_; }
-
   /// Called by the ring with the CQE's result; resumes the waiting coroutine.
   void complete(int result) noexcept {
     result_ = result;
@@ -53,222 +121,156 @@ class Operation {
   }
 
  protected:
-  enum class Refuse { when_cancelled, never };
-  explicit Operation(Ring& ring, Refuse refuse = Refuse::when_cancelled) noexcept
-      : ring_(ring), refuse_(refuse) {}
-  /// An SQE whose user_data is this operation, `waiter` being the coroutine to resume.
-  io_uring_sqe* prepare(std::coroutine_handle<> waiter);
+  Operation(Ring& ring, bool cancellable) noexcept : ring_(ring), cancellable_(cancellable) {}
+  /// An SQE (with `room` as in Ring::get_sqe) whose CQE will resume `waiter`.
+  io_uring_sqe* prepare(std::coroutine_handle<> waiter, unsigned room = 1) {
+    waiter_ = waiter;
+    io_uring_sqe* sqe = ring_.get_sqe(room);
+    io_uring_sqe_set_data(sqe, this);  // user_data: this awaiter, and through it the coroutine
+    return sqe;
+  }
 
   Ring& ring_;
   int result_ = 0;
-
- private:
   std::coroutine_handle<> waiter_;
-  Refuse refuse_;
+  bool cancellable_;
 };
 
-/// A __kernel_timespec for a relative duration (negative counts as zero).
-__kernel_timespec to_timespec(std::chrono::nanoseconds duration) noexcept;
-
-/// accept4(listener) -> the new fd (close-on-exec), or -errno.
-class Accept : public Operation {
- public:
-  Accept(Ring& ring, int listener) noexcept : Operation(ring), listener_(listener) {}
-  void await_suspend(std::coroutine_handle<> waiter);
-
- private:
-  int listener_;
+/// An operation of one SQE, which `prep(sqe)` fills in: each operation below is one of these.
+/// NOTE: `prep` lives in the awaiter, so what it holds and points the SQE at (a timespec, which
+/// the kernel reads when the SQE is submitted, later) lives in the frame until the CQE.
+template <typename Prep>
+struct Op final : Operation {
+  Op(Ring& ring, Prep prep, bool cancellable = true)
+      : Operation(ring, cancellable), prep(std::move(prep)) {}
+  void await_suspend(std::coroutine_handle<> waiter) { prep(prepare(waiter)); }
+  Prep prep;
 };
 
-/// recv(fd, buffer) -> bytes read (0: the peer closed), or -errno.
-/// NOTE: `buffer` must live until the co_await returns (the kernel writes into it until then).
-class Recv : public Operation {
- public:
-  Recv(Ring& ring, int fd, std::span<char> buffer) noexcept
-      : Operation(ring), fd_(fd), buffer_(buffer) {}
-  void await_suspend(std::coroutine_handle<> waiter);
+/// A duration for the kernel (a negative one counts as zero).
+inline __kernel_timespec to_timespec(std::chrono::nanoseconds duration) noexcept {
+  const std::int64_t ns = std::max<std::int64_t>(duration.count(), 0);
+  return {.tv_sec = ns / 1'000'000'000, .tv_nsec = ns % 1'000'000'000};
+}
 
- private:
-  int fd_;
-  std::span<char> buffer_;
-};
-
-/// recv(fd, buffer) bounded by `limit`: an SQE linked to an IORING_OP_LINK_TIMEOUT. Gives the
-/// bytes read, 0 when the peer closed, -ETIME when `limit` passed first, or -errno.
-class RecvFor : public Operation {
- public:
-  RecvFor(Ring& ring, int fd, std::span<char> buffer, std::chrono::nanoseconds limit) noexcept
-      : Operation(ring), fd_(fd), buffer_(buffer), limit_(to_timespec(limit)) {}
-  void await_suspend(std::coroutine_handle<> waiter);
-  int await_resume() const noexcept;
-
- private:
-  int fd_;
-  std::span<char> buffer_;
-  __kernel_timespec limit_;  // read by the kernel when the SQE is submitted
-};
+// The operations: functions named like the awaiter they return (`co_await Nop(ring)`).
 
 /// send(fd, bytes, MSG_NOSIGNAL) -> bytes sent (maybe fewer than asked), or -errno.
 /// NOTE: `bytes` must live until the co_await returns.
-class Send : public Operation {
- public:
-  Send(Ring& ring, int fd, std::span<const char> bytes) noexcept
-      : Operation(ring), fd_(fd), bytes_(bytes) {}
-  void await_suspend(std::coroutine_handle<> waiter);
-
- private:
-  int fd_;
-  std::span<const char> bytes_;
-};
-
-/// __kernel_timespec for a point of std::chrono::steady_clock (CLOCK_MONOTONIC on Linux, the
-/// clock of an IORING_TIMEOUT_ABS timeout); a point before the clock's epoch counts as the epoch.
-__kernel_timespec to_timespec(std::chrono::steady_clock::time_point deadline) noexcept;
+inline auto Send(Ring& ring, int fd, std::span<const char> bytes) {
+  return Op(ring, [=](auto* sqe) {
+    io_uring_prep_send(sqe, fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  });
+}
 
 /// IORING_OP_TIMEOUT: -ETIME once `duration` has passed (never before), -ECANCELED if cancelled.
-/// Given a duration, the kernel counts it from the submission; given a steady_clock deadline
-/// (IORING_TIMEOUT_ABS), it fires at that point however late the SQE is submitted.
-class Timeout : public Operation {
- public:
-  Timeout(Ring& ring, std::chrono::nanoseconds duration) noexcept
-      : Operation(ring), time_(to_timespec(duration)) {}
-  Timeout(Ring& ring, std::chrono::steady_clock::time_point deadline) noexcept
-      : Operation(ring), time_(to_timespec(deadline)), flags_(IORING_TIMEOUT_ABS) {}
-  void await_suspend(std::coroutine_handle<> waiter);
-
- private:
-  __kernel_timespec time_;  // read by the kernel when the SQE is submitted
-  unsigned flags_ = 0;
-};
-
-/// IORING_OP_ASYNC_CANCEL of another coroutine's operation: 0 if it was found and cancelled (it
-/// then completes with -ECANCELED), -ENOENT if it had already completed, -EALREADY if running.
-class Cancel : public Operation {
- public:
-  Cancel(Ring& ring, const Operation& target) noexcept
-      : Operation(ring, Refuse::never), target_(&target) {}
-  void await_suspend(std::coroutine_handle<> waiter);
-
- private:
-  const Operation* target_;
-};
+/// The kernel counts a duration from the submission; a steady_clock deadline (IORING_TIMEOUT_ABS,
+/// CLOCK_MONOTONIC like steady_clock) fires at that point however late the SQE is submitted.
+inline auto Timeout(Ring& ring, std::chrono::nanoseconds duration) {
+  return Op(ring, [time = to_timespec(duration)](auto* sqe) mutable {
+    io_uring_prep_timeout(sqe, &time, 0, 0);
+  });
+}
+inline auto Timeout(Ring& ring, std::chrono::steady_clock::time_point deadline) {
+  return Op(ring, [time = to_timespec(deadline.time_since_epoch())](auto* sqe) mutable {
+    io_uring_prep_timeout(sqe, &time, 0, IORING_TIMEOUT_ABS);
+  });
+}
 
 /// close(fd) through the ring -> 0 or -errno. Runs even after cancel_all(): stopping closes.
-class Close : public Operation {
+inline auto Close(Ring& ring, int fd) {
+  return Op(
+      ring, [=](auto* sqe) { io_uring_prep_close(sqe, fd); }, /*cancellable=*/false);
+}
+
+/// IORING_OP_NOP: a round trip through the ring that does nothing -> 0.
+inline auto Nop(Ring& ring) {
+  return Op(ring, [](auto* sqe) { io_uring_prep_nop(sqe); });
+}
+
+/// recv(fd, buffer) bounded by `limit`: the recv SQE linked to an IORING_OP_LINK_TIMEOUT. Gives
+/// the bytes read, 0 when the peer closed, -ETIME when `limit` passed first, or -errno.
+/// NOTE: `buffer` must live until the co_await returns (the kernel writes into it until then).
+class RecvFor final : public Operation {
  public:
-  Close(Ring& ring, int fd) noexcept : Operation(ring, Refuse::never), fd_(fd) {}
-  void await_suspend(std::coroutine_handle<> waiter);
+  RecvFor(Ring& ring, int fd, std::span<char> buffer, std::chrono::nanoseconds limit) noexcept
+      : Operation(ring, true), fd_(fd), buffer_(buffer), limit_(to_timespec(limit)) {}
+  void await_suspend(std::coroutine_handle<> waiter) {
+    io_uring_sqe* recv = prepare(waiter, 2);  // 2: the timeout goes in the same submission
+    io_uring_prep_recv(recv, fd_, buffer_.data(), buffer_.size(), 0);
+    recv->flags |= IOSQE_IO_LINK;
+    io_uring_sqe* timer = ring_.get_sqe();
+    io_uring_prep_link_timeout(timer, &limit_, 0);  // read by the kernel at the submission
+    io_uring_sqe_set_data64(timer, Ring::ignored);  // its CQE tells nothing the recv's does not
+  }
+  /// The link timeout cancels the recv when it fires (-ECANCELED); only cancel_all() else does.
+  int await_resume() const noexcept {
+    return result_ == -ECANCELED && !ring_.cancelled() ? -ETIME : result_;
+  }
 
  private:
   int fd_;
+  std::span<char> buffer_;
+  __kernel_timespec limit_;
 };
 
-/// IORING_OP_NOP: a round trip through the ring that does nothing -> 0.
-class Nop : public Operation {
+/// The connections of `listener`, accepted through one multishot SQE (IORING_ACCEPT_MULTISHOT,
+/// Linux 5.19): the kernel posts a CQE per connection, flagged IORING_CQE_F_MORE while the SQE
+/// stays armed, so a whole backlog is taken in one loop turn (a single-shot accept, armed again
+/// after each CQE, takes one connection per turn). Where the kernel refuses multishot (-EINVAL),
+/// it falls back to a single-shot accept per connection.
+///
+/// NOTE: lifetime. The armed SQE holds this object's address, and each CQE resumes the coroutine
+/// waiting in next(): while armed, its owner awaits nothing else, and it ends only after next()
+/// gave -ECANCELED (the last CQE came then). The destructor terminates if the SQE is still armed,
+/// since a later CQE would name freed memory.
+class Acceptor {
  public:
-  explicit Nop(Ring& ring) noexcept : Operation(ring, Refuse::never) {}
-  void await_suspend(std::coroutine_handle<> waiter);
+  /// Arms nothing yet: next() does. To test the fallback, CM_URING_SIMULATE_NO_MULTISHOT=1 in the
+  /// environment adds to the multishot SQE an accept flag no kernel knows: the kernel refuses it
+  /// with -EINVAL, as one before 5.19 refuses IORING_ACCEPT_MULTISHOT.
+  Acceptor(Ring& ring, int listener);
+  ~Acceptor();
+  Acceptor(const Acceptor&) = delete;
+  Acceptor& operator=(const Acceptor&) = delete;
+
+  /// co_await next() -> an accepted fd (close-on-exec), or -errno of a failed accept (only the
+  /// next call arms the SQE again: pause before it to back off), or -ECANCELED once cancel_all()
+  /// ran and the SQE is done.
+  auto next() noexcept {
+    struct Next {
+      Acceptor& self;
+      bool await_ready() const noexcept { return self.ring_.cancelled() && !self.armed_; }
+      void await_suspend(std::coroutine_handle<> waiter) {
+        self.waiter_ = waiter;
+        if (!self.armed_ && !self.ring_.cancelled()) self.arm();
+      }
+      int await_resume() noexcept { return self.ring_.cancelled() ? -ECANCELED : self.result_; }
+    };
+    return Next{*this};
+  }
+  /// Whether connections come through a multishot SQE (false once the kernel refused it).
+  bool multishot() const noexcept { return multishot_; }
+  /// Called by the ring with each CQE of this acceptor's SQE.
+  void complete(int result, unsigned flags);
+
+ private:
+  void arm();
+
+  Ring& ring_;
+  int listener_;
+  bool multishot_ = true;
+  bool armed_ = false;  // an SQE of ours is in the kernel
+  bool simulate_refusal_;
+  int result_ = 0;
+  std::coroutine_handle<> waiter_;
 };
 
 /// Whether a failure of io_uring_queue_init means "io_uring is not available here" (ENOSYS: no
 /// io_uring in this kernel; EPERM: kernel.io_uring_disabled or a seccomp filter refused it).
-bool means_unavailable(const std::system_error& error) noexcept;
-
-/// One io_uring and the coroutines it resumes.
-///
-/// user_data encoding (every SQE this runtime submits carries one of these):
-///   0            nobody waits; the CQE is dropped (the link timeout of RecvFor, cancel_all()).
-///   1            the ring's own wake-up poll on its eventfd (post() and wake() from other
-///   threads). otherwise    the address of an Operation, the awaiter in the suspended coroutine's
-///   frame.
-/// 0 and 1 can never be an Operation's address (it is aligned and not null).
-class Ring {
- public:
-  static constexpr std::uint64_t ignored = 0;  ///< user_data: drop the CQE
-  static constexpr std::uint64_t wakeup = 1;   ///< user_data: the eventfd poll
-
-  /// Sets up a ring of `entries` SQEs (the CQ holds 16 times as many). Throws std::system_error
-  /// ("io_uring_queue_init: ...") if the kernel refuses; see means_unavailable().
-  /// For testing the refusal: with CM_URING_SIMULATE_ENOSYS=1 in the environment, the kernel is
-  /// not asked and the constructor fails with ENOSYS as an old kernel would.
-  explicit Ring(unsigned entries = 4096);
-  /// NOTE: destroy a ring only when spawned() is 0 (every task joined): a task still suspended
-  /// has an SQE whose buffers and Operation live in its frame.
-  ~Ring();
-  Ring(const Ring&) = delete;
-  Ring& operator=(const Ring&) = delete;
-
-  /// A free SQE. When the SQ is full it submits what is queued first, and tries again.
-  io_uring_sqe* get_sqe();
-  /// Makes room for `count` SQEs in a row (a linked pair must not be split by a submit).
-  void reserve(unsigned count);
-
-  /// Submits what is queued, waits for at least one completion, and resumes every waiter whose
-  /// CQE arrived (and every coroutine post()ed by another thread). What the resumed coroutines
-  /// queue is submitted every submit_batch SQEs on the way, not only at the next run_once().
-  void run_once();
-  /// How many SQEs queued by resumed coroutines run_once() lets wait before submitting them.
-  static constexpr unsigned submit_batch = 16;
-
-  /// Starts `task` now; the ring owns it until it ends (spawned() counts it until then). An
-  /// exception escaping it is reported on stderr and ends that task only.
-  void spawn(Task<void> task);
-  /// Spawned tasks that have not ended.
-  std::size_t spawned() const noexcept { return spawned_; }
-  /// Runs the ring until `task` ends, and gives its value or rethrows its exception.
-  template <typename T>
-  T run(Task<T> task);
-  void run(Task<void> task);
-
-  /// Cancels every operation in flight (IORING_ASYNC_CANCEL_ANY, Linux 5.19); from then on a
-  /// cancellable operation completes at once with -ECANCELED. This is how a loop stops.
-  void cancel_all();
-  /// Whether cancel_all() ran.
-  bool cancelled() const noexcept { return cancelled_; }
-
-  /// Thread-safe: resumes `waiter` on this ring's thread, from its next run_once().
-  void post(std::coroutine_handle<> waiter);
-  /// Thread-safe: makes the current (or next) run_once() return.
-  void wake();
-
-  /// The liburing ring, for what this class does not wrap.
-  io_uring* native() noexcept { return &ring_; }
-
- private:
-  struct Detached;
-  static Detached own(Ring& ring, Task<void> task);
-  static Task<void> capture(Task<void> task, bool& done, std::exception_ptr& failure);
-  template <typename T>
-  static Task<void> store(Task<T> task, std::optional<T>& value) {
-    value.emplace(co_await std::move(task));
-  }
-  void dispatch(std::uint64_t user_data, int result);
-  void arm_wakeup();
-  void on_wakeup();
-  void signal_locked() noexcept;
-
-  io_uring ring_{};
-  Fd wakeup_fd_;  // eventfd: other threads write it, the ring polls it
-  std::size_t spawned_ = 0;
-  bool cancelled_ = false;
-  std::mutex posted_mutex_;  // guards posted_
-  std::vector<std::coroutine_handle<>> posted_;
-  std::vector<std::coroutine_handle<>> resuming_;  // the ring thread's copy of posted_
-};
-
-template <typename T>
-T Ring::run(Task<T> task) {
-  std::optional<T> value;
-  run(store(std::move(task), value));
-  return std::move(*value);
-}
-
-inline bool Operation::await_ready() noexcept {
-  if (refuse_ == Refuse::when_cancelled && ring_.cancelled()) {
-    result_ = -ECANCELED;
-    return true;
-  }
-  return false;
+inline bool means_unavailable(const std::system_error& error) noexcept {
+  return error.code() == std::errc::function_not_supported ||
+         error.code() == std::errc::operation_not_permitted;
 }
 
 }  // namespace cm::uring

@@ -15,8 +15,8 @@
 #include <coroutine>
 #include <cstddef>
 #include <exception>
-#include <new>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 namespace cm::uring {
@@ -34,8 +34,8 @@ struct FrameCount {
   static void operator delete(void* frame, std::size_t size) noexcept;
 
  private:
-  static std::atomic<std::size_t> alive_;
-  static std::atomic<std::size_t> bytes_;
+  static inline std::atomic<std::size_t> alive_{0};
+  static inline std::atomic<std::size_t> bytes_{0};
 };
 
 /// Frames alive now (see FrameCount).
@@ -43,64 +43,47 @@ inline std::size_t frames_alive() noexcept {
   return FrameCount::alive();
 }
 
+class Ring;
 template <typename T = void>
 class Task;
 
 namespace detail {
 
-/// What every Task promise shares: who to resume at the end, and the exception if one escaped.
-class PromiseBase : public FrameCount {
- public:
+/// Where a coroutine's value goes (none for void).
+template <typename T>
+struct Result {
+  std::optional<T> value;
+  void return_value(T result) { value.emplace(std::move(result)); }
+};
+template <>
+struct Result<void> {
+  void return_void() noexcept {}
+};
+
+template <typename T>
+struct Promise final : FrameCount, Result<T> {
+  Task<T> get_return_object() noexcept { return Task<T>(Task<T>::Handle::from_promise(*this)); }
   /// Lazy: the body runs only when the task is awaited.
   std::suspend_always initial_suspend() noexcept { return {}; }
-
   /// At the end, transfer straight to the awaiter (no stack growth, no resume() from here).
   struct FinalAwaiter {
     bool await_ready() noexcept { return false; }
-    template <typename Promise>
     std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> done) noexcept {
-      return done.promise().continuation_;
+      return done.promise().continuation;
     }
     void await_resume() noexcept {}
   };
   FinalAwaiter final_suspend() noexcept { return {}; }
-
-  void unhandled_exception() noexcept { exception_ = std::current_exception(); }
-  void set_continuation(std::coroutine_handle<> awaiter) noexcept { continuation_ = awaiter; }
-
- protected:
-  void rethrow_if_failed() const {
-    if (exception_) std::rethrow_exception(exception_);
-  }
-
- private:
-  std::coroutine_handle<> continuation_ = std::noop_coroutine();
-  std::exception_ptr exception_;
-};
-
-template <typename T>
-class Promise final : public PromiseBase {
- public:
-  Task<T> get_return_object() noexcept;
-  template <typename U>
-  void return_value(U&& value) {
-    value_.emplace(std::forward<U>(value));
-  }
+  void unhandled_exception() noexcept { failure = std::current_exception(); }
+  /// How the task ended: its value, or the exception that escaped it, rethrown.
   T take() {
-    rethrow_if_failed();
-    return std::move(*value_);
+    if (failure) std::rethrow_exception(failure);
+    if constexpr (!std::is_void_v<T>) return std::move(*this->value);
   }
 
- private:
-  std::optional<T> value_;
-};
-
-template <>
-class Promise<void> final : public PromiseBase {
- public:
-  Task<void> get_return_object() noexcept;
-  void return_void() noexcept {}
-  void take() const { rethrow_if_failed(); }
+  /// Who awaits the task, resumed at its end (noop_coroutine(): nobody, when Ring::run drives it).
+  std::coroutine_handle<> continuation = std::noop_coroutine();
+  std::exception_ptr failure;
 };
 
 }  // namespace detail
@@ -112,18 +95,8 @@ class [[nodiscard]] Task {
   using promise_type = detail::Promise<T>;
   using Handle = std::coroutine_handle<promise_type>;
 
-  Task() noexcept = default;
   explicit Task(Handle frame) noexcept : frame_(frame) {}
-  Task(Task&& other) noexcept : frame_(std::exchange(other.frame_, {})) {}
-  Task& operator=(Task&& other) noexcept {
-    if (this != &other) {
-      if (frame_) frame_.destroy();
-      frame_ = std::exchange(other.frame_, {});
-    }
-    return *this;
-  }
-  Task(const Task&) = delete;
-  Task& operator=(const Task&) = delete;
+  Task(Task&& other) noexcept : frame_(std::exchange(other.frame_, {})) {}  // and no copy
   ~Task() {
     if (frame_) frame_.destroy();
   }
@@ -134,7 +107,7 @@ class [[nodiscard]] Task {
       Handle frame;
       bool await_ready() const noexcept { return !frame || frame.done(); }
       std::coroutine_handle<> await_suspend(std::coroutine_handle<> awaiter) noexcept {
-        frame.promise().set_continuation(awaiter);
+        frame.promise().continuation = awaiter;
         return frame;
       }
       T await_resume() { return frame.promise().take(); }
@@ -142,21 +115,9 @@ class [[nodiscard]] Task {
     return Awaiter{frame_};
   }
 
-  /// Whether the task has run to its end (a value or an exception is ready).
-  bool done() const noexcept { return !frame_ || frame_.done(); }
-
  private:
+  friend class Ring;  // Ring::run() drives a task from outside any coroutine
   Handle frame_;
 };
-
-namespace detail {
-template <typename T>
-Task<T> Promise<T>::get_return_object() noexcept {
-  return Task<T>(std::coroutine_handle<Promise<T>>::from_promise(*this));
-}
-inline Task<void> Promise<void>::get_return_object() noexcept {
-  return Task<void>(std::coroutine_handle<Promise<void>>::from_promise(*this));
-}
-}  // namespace detail
 
 }  // namespace cm::uring
