@@ -3,6 +3,7 @@
 #   make compare   install what is missing, build (release), run the main comparison
 #   make test      install what is missing, build (release), run every test
 #   make asan-test the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make tsan-test the conformance, model (uring) and core unit tests under ThreadSanitizer
 #   make fuzz      build the Session fuzz target (clang, libFuzzer) and run it FUZZ_SECONDS (60)
 #   make cross-check / make micro   regenerate results/loadgen.md / results/micro.md
 #
@@ -15,7 +16,7 @@ FUZZ_SECONDS ?= 60
 # common/fuzz/corpus. A crash is saved in $(FUZZ_WORK)/artifacts/ and fails the target.
 FUZZ_WORK := build/fuzz/work
 
-.PHONY: all deps build test asan-test fuzz compare cross-check micro format clean
+.PHONY: all deps build test asan-test tsan-test fuzz compare cross-check micro format clean
 
 all: build
 
@@ -32,6 +33,12 @@ test: build
 
 asan-test:
 	$(MAKE) test PRESET=asan
+
+# The tsan preset leaves the harness out and its test preset runs the labels conformance, uring
+# and unit (so: the core, cm-server's CLI, every model), less two tests that cannot pass under
+# TSan (its description in CMakePresets.json says why). A race fails the test (TSan exits 66).
+tsan-test:
+	$(MAKE) test PRESET=tsan
 
 fuzz: deps
 	cmake --preset fuzz >/dev/null
