@@ -3,14 +3,20 @@
 #   make compare   install what is missing, build (release), run the main comparison
 #   make test      install what is missing, build (release), run every test
 #   make asan-test the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make tsan-test the conformance, model (uring) and core unit tests under ThreadSanitizer
+#   make fuzz      build the Session fuzz target (clang, libFuzzer) and run it FUZZ_SECONDS (60)
 #   make cross-check / make micro   regenerate results/loadgen.md / results/micro.md
 #
 # Binaries land in build/<preset>/bin; build/bin points at build/release/bin.
 
 PRESET ?= release
 JOBS ?= $(shell nproc)
+FUZZ_SECONDS ?= 60
+# The fuzzer's working corpus: the committed seeds are copied in, new inputs land here, never in
+# common/fuzz/corpus. A crash is saved in $(FUZZ_WORK)/artifacts/ and fails the target.
+FUZZ_WORK := build/fuzz/work
 
-.PHONY: all deps build test asan-test compare cross-check micro format clean
+.PHONY: all deps build test asan-test tsan-test fuzz compare cross-check micro format clean
 
 all: build
 
@@ -27,6 +33,21 @@ test: build
 
 asan-test:
 	$(MAKE) test PRESET=asan
+
+# The tsan preset leaves the harness out and its test preset runs the labels conformance, uring
+# and unit (so: the core, cm-server's CLI, every model), less two tests that cannot pass under
+# TSan (its description in CMakePresets.json says why). A race fails the test (TSan exits 66).
+tsan-test:
+	$(MAKE) test PRESET=tsan
+
+fuzz: deps
+	cmake --preset fuzz >/dev/null
+	cmake --build --preset fuzz -j $(JOBS)
+	mkdir -p $(FUZZ_WORK)/corpus $(FUZZ_WORK)/artifacts
+	cp common/fuzz/corpus/* $(FUZZ_WORK)/corpus/
+	build/fuzz/bin/session_fuzz $(FUZZ_WORK)/corpus -dict=common/fuzz/http.dict \
+	  -max_len=10000 -timeout=10 -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	  -artifact_prefix=$(FUZZ_WORK)/artifacts/
 
 compare: build
 	harness/compare
