@@ -2,6 +2,8 @@
 
 #include "cm/session.hpp"
 
+#include <optional>
+#include <string>
 #include <utility>
 
 namespace cm {
@@ -28,7 +30,8 @@ Session::Session(Session&& other) noexcept
       interim_(other.interim_),
       answering_(std::exchange(other.answering_, false)),
       keep_alive_(other.keep_alive_),
-      done_(other.done_) {}
+      done_(other.done_),
+      answering_wait_(other.answering_wait_) {}
 
 Session::~Session() {
   if (answering_ && shared_) --shared_->in_flight;  // the connection ended before its answer
@@ -51,6 +54,7 @@ void Session::received(std::string_view bytes) {
 
 std::optional<Plan> Session::refuse(Reply reply) {
   done_ = true;
+  answering_wait_ = false;
   request_keep_alive_ = false;
   reply.close = true;
   return give(Now{std::move(reply)});
@@ -84,7 +88,14 @@ std::optional<Plan> Session::next() {
         request_head_ = request.head();
         if (auto refusal = refuse_head(request)) return refuse(std::move(*refusal));
         if (!request_keep_alive_) done_ = true;
-        return give(plan(request));
+        Plan next_plan = plan(request);
+        answering_wait_ = std::holds_alternative<Wait>(next_plan);
+        if (answering_wait_ && shared_ && shared_->shared_delay_bug) {
+          // TEACHING BUG (--teaching-bug shared-delay): the delay goes where every connection
+          // of the server writes it, and write_reply() reads it back from there.
+          shared_->last_delay_ms.store(std::get<Wait>(next_plan).duration.count());
+        }
+        return give(std::move(next_plan));
       }
       case RequestParser::State::failed:
         return refuse(protocol_error(parser_.error().status, parser_.error().reason));
@@ -104,14 +115,24 @@ void Session::write_reply(const Reply& reply, std::string& out, Moment now) {
   }
   if (answering_ && shared_) --shared_->in_flight;
   answering_ = false;
+  const Reply* answer = &reply;
+  std::optional<Reply> wrong;  // only with the teaching bug on
+  if (std::exchange(answering_wait_, false) && shared_ && shared_->shared_delay_bug &&
+      reply.status == 200) {
+    // TEACHING BUG (--teaching-bug shared-delay): the reply answers the last delay any
+    // connection parsed -- another request's, when requests overlap -- instead of its own.
+    wrong = reply;
+    wrong->body = std::to_string(shared_->last_delay_ms.load());
+    answer = &*wrong;
+  }
   // Draining: the connection closes after this reply, unless a pipelined request is held.
   const bool drained = shared_ && shared_->draining.load() && parsed_ == pending_.size();
-  keep_alive_ = request_keep_alive_ && !reply.close && !drained;
+  keep_alive_ = request_keep_alive_ && !answer->close && !drained;
   if (!keep_alive_) done_ = true;
   const Persistence persistence = !keep_alive_      ? Persistence::close
                                   : request_http10_ ? Persistence::keep_alive_explicit
                                                     : Persistence::keep_alive;
-  serialize(reply, server_name_, persistence, now.wall, out, /*with_body=*/!request_head_);
+  serialize(*answer, server_name_, persistence, now.wall, out, /*with_body=*/!request_head_);
 }
 
 bool Session::expire(std::string& out, Moment now) {

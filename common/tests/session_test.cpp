@@ -237,5 +237,66 @@ TEST(SessionHttp, OtherExpectationsAre417) {
   EXPECT_TRUE(reply_of(*p).close);
 }
 
+// --- the teaching bug (--teaching-bug shared-delay): off by default, in the core for every model
+
+/// The body of one serialised response.
+std::string body_of(const std::string& response) {
+  const auto end_of_head = response.find("\r\n\r\n");
+  return end_of_head == std::string::npos ? std::string() : response.substr(end_of_head + 4);
+}
+
+/// Two connections of one server each get a /delay, and both are parsed before either is answered
+/// (what 32 overlapping requests do). Returns the bodies of their replies, in the order answered.
+std::pair<std::string, std::string> two_overlapping_delays(SessionShared& shared) {
+  Session slow("cm-test", 10s, t0, &shared), fast("cm-test", 10s, t0, &shared);
+  slow.received("GET /delay/250 HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto slow_plan = slow.next();
+  fast.received("GET /delay/7 HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto fast_plan = fast.next();
+  EXPECT_TRUE(slow_plan && fast_plan);
+  if (!slow_plan || !fast_plan) return {};
+  // Each still waits its own delay: the bug is in what the reply says, not in when it comes.
+  EXPECT_EQ(std::get<Wait>(*slow_plan).duration, 250ms);
+  EXPECT_EQ(std::get<Wait>(*fast_plan).duration, 7ms);
+  std::string fast_out, slow_out;
+  fast.write_reply(reply_of(*fast_plan), fast_out, later(7ms));
+  slow.write_reply(reply_of(*slow_plan), slow_out, later(250ms));
+  return {body_of(fast_out), body_of(slow_out)};
+}
+
+TEST(SessionTeachingBug, OffByDefaultEachDelayAnswersItsOwnValue) {
+  SessionShared shared;
+  EXPECT_FALSE(shared.shared_delay_bug);
+  EXPECT_EQ(two_overlapping_delays(shared), std::make_pair(std::string("7"), std::string("250")));
+}
+
+TEST(SessionTeachingBug, SharedDelayAnswersTheLastDelayAnyConnectionParsed) {
+  SessionShared shared{.shared_delay_bug = true};
+  // The 250 ms request is answered with the 7 parsed after it on another connection: exactly
+  // what HttpArena's 32 overlapping delays exist to catch.
+  EXPECT_EQ(two_overlapping_delays(shared), std::make_pair(std::string("7"), std::string("7")));
+  EXPECT_EQ(shared.last_delay_ms.load(), 7);
+}
+
+TEST(SessionTeachingBug, SharedDelayLooksRightOneRequestAtATimeAndLeavesOtherRoutesAlone) {
+  SessionShared shared{.shared_delay_bug = true};
+  Session s("cm-test", 10s, t0, &shared);
+  const std::pair<const char*, const char*> cases[] = {
+      {"/delay/42", "42"}, {"/plaintext", "Hello, World!"}, {"/block/5", "5"}, {"/cpu/3", "3"},
+      {"/delay/0", "0"},   {"/delay/abc", nullptr}};
+  for (const auto& [path, body] : cases) {
+    s.received(std::string("GET ") + path + " HTTP/1.1\r\nHost: x\r\n\r\n");
+    auto p = s.next();
+    ASSERT_TRUE(p) << path;
+    std::string out;
+    s.write_reply(reply_of(*p), out, t0);
+    if (body) {
+      EXPECT_EQ(body_of(out), body) << path;
+    } else {
+      EXPECT_TRUE(out.starts_with("HTTP/1.1 400")) << path << ": " << out;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cm

@@ -88,6 +88,15 @@ int main(int argc, char** argv) {
                  "where an async model runs /block and /cpu: standard, inline, pool, thread")
       ->check(CLI::IsMember(offloads))
       ->capture_default_str();
+  const std::map<std::string, cm::TeachingBug> teaching_bugs{
+      {"none", cm::TeachingBug::none}, {"shared-delay", cm::TeachingBug::shared_delay}};
+  std::string teaching_bug = "none";
+  app.add_option("--teaching-bug", teaching_bug,
+                 "A DELIBERATE BUG, for an exercise only (docs/exercises/): shared-delay keeps "
+                 "the last /delay value in state shared by every connection, so overlapping "
+                 "/delay requests answer each other's value. Default none: no bug")
+      ->check(CLI::IsMember(teaching_bugs))
+      ->capture_default_str();
   app.add_option("--header-timeout", header_timeout_ms,
                  "ms a connection may take to send a request head")
       ->capture_default_str();
@@ -104,6 +113,7 @@ int main(int argc, char** argv) {
   options.header_timeout = std::chrono::milliseconds(header_timeout_ms);
   options.wait_mode = wait_modes.at(wait_mode);
   options.offload = offloads.at(offload);
+  options.teaching_bug = teaching_bugs.at(teaching_bug);
 
   if (list) {
     for (const auto& m : cm::built_models()) {
@@ -122,6 +132,12 @@ int main(int argc, char** argv) {
     server->start();
     std::printf("cm-server: %s listening on http://%s:%u/ (pid %d)\n", model.c_str(),
                 options.host.c_str(), server->port(), static_cast<int>(::getpid()));
+    if (options.teaching_bug != cm::TeachingBug::none) {
+      std::fprintf(stderr,
+                   "cm-server: TEACHING BUG %s is ON: some answers are wrong on purpose "
+                   "(an exercise; never benchmark or deploy this)\n",
+                   teaching_bug.c_str());
+    }
     std::fflush(stdout);
     if (!port_file.empty()) {
       std::ofstream(port_file) << server->port() << "\n";

@@ -16,6 +16,7 @@
 #include <numeric>
 #include <random>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "cm/registry.hpp"
@@ -455,9 +456,9 @@ TEST_P(Conformance, ClientsLeavingMidDelayAreFreed) {
   expect_text(exchange(get_request("/delay/1")), 200, "1");
 }
 
-TEST_P(Conformance, OverlappingRequestsEachGetTheirOwnDelay) {
-  // HttpArena's validation: 32 overlapping requests, 32 different delays. A delay kept anywhere
-  // but in the request (the server, the loop, a shared handler) is read back by the wrong one.
+/// HttpArena's validation: 32 overlapping requests, 32 different delays, each on its own
+/// connection, all sent before any is answered. Returns each delay with the response it got.
+std::vector<std::pair<int, Response>> overlapping_delays(std::uint16_t port) {
   std::vector<int> delays(32);
   std::iota(delays.begin(), delays.end(), 0);
   for (int& d : delays)
@@ -465,19 +466,52 @@ TEST_P(Conformance, OverlappingRequestsEachGetTheirOwnDelay) {
   std::shuffle(delays.begin(), delays.end(), std::mt19937(42));
   std::vector<Client> clients;
   for (std::size_t i = 0; i < delays.size(); ++i)
-    clients.push_back(connect());
+    clients.push_back(Client::connect(port));
   std::vector<Clock::time_point> sent(delays.size());
   for (std::size_t i = 0; i < delays.size(); ++i) {
     sent[i] = Clock::now();
-    ASSERT_TRUE(clients[i].send(get_request("/delay/" + std::to_string(delays[i]))));
+    EXPECT_TRUE(clients[i].send(get_request("/delay/" + std::to_string(delays[i]))));
   }
+  std::vector<std::pair<int, Response>> answers;
   for (std::size_t i = 0; i < delays.size(); ++i) {
     auto r = clients[i].read_response();
-    ASSERT_TRUE(r) << "delay " << delays[i];
-    expect_text(*r, 200, std::to_string(delays[i]));
+    EXPECT_TRUE(r) << "delay " << delays[i];
+    if (!r) continue;
     EXPECT_GE(r->received_at - sent[i], std::chrono::milliseconds(delays[i]))
         << "answered before its delay";
+    answers.emplace_back(delays[i], std::move(*r));
   }
+  return answers;
+}
+
+TEST_P(Conformance, OverlappingRequestsEachGetTheirOwnDelay) {
+  // A delay kept anywhere but in the request (the server, the loop, a shared handler) is read
+  // back by the wrong one.
+  const auto answers = overlapping_delays(port());
+  EXPECT_EQ(answers.size(), 32u);
+  for (const auto& [delay, r] : answers)
+    expect_text(r, 200, std::to_string(delay));
+}
+
+TEST_P(Conformance, TheTeachingBugSharedDelayFailsTheOverlappingValidation) {
+  // --teaching-bug shared-delay keeps the last /delay parsed in the server (common/, so every
+  // model has it): the validation above must catch it, or the exercise that uses it teaches
+  // nothing. Some replies carry another request's delay; every one still waits its own.
+  start_server(ServerOptions{.teaching_bug = TeachingBug::shared_delay});
+  if (!server_) return;
+  const auto answers = overlapping_delays(port());
+  ASSERT_EQ(answers.size(), 32u);
+  std::set<std::string> asked;
+  for (const auto& [delay, r] : answers)
+    asked.insert(std::to_string(delay));
+  std::size_t wrong = 0;
+  for (const auto& [delay, r] : answers) {
+    EXPECT_EQ(r.status, 200);
+    EXPECT_TRUE(asked.contains(r.body)) << "a body that no request asked for: " << r.body;
+    if (r.body != std::to_string(delay)) ++wrong;
+  }
+  EXPECT_GE(wrong, 1u) << "with the shared-delay bug on, every overlapping /delay got its own "
+                          "value: the validation no longer catches state kept in the server";
 }
 
 TEST_P(Conformance, DelayZeroIsAnsweredWhileALongDelayWaits) {

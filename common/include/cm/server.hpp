@@ -26,6 +26,14 @@ enum class Offload {
   thread,    ///< Block, Compute and Now -> a new thread per call (aeronet's deferWork)
 };
 
+/// A bug put in on purpose, for one exercise (docs/exercises/); `none`, the default, is the server
+/// as specified. Like --wait-mode sleep it is a teaching switch, but where that one is slow and
+/// correct, these are fast and WRONG: never use one outside the exercise that asks for it.
+enum class TeachingBug {
+  none,          ///< no bug (the default)
+  shared_delay,  ///< a /delay reply answers the last delay parsed by any connection, not its own
+};
+
 /// What `cm-server` was asked for. A model reads what applies to it.
 struct ServerOptions {
   std::string host = "127.0.0.1";  ///< address to listen on
@@ -39,6 +47,9 @@ struct ServerOptions {
   /// (or the accept). Idle connections are closed silently; a partial head gets a 408.
   std::chrono::milliseconds header_timeout{10'000};
   int backlog = 4096;  ///< listen(2) backlog
+  /// A deliberate bug for an exercise (off by default). It lives in the shared core (Session),
+  /// so every model has it without a line of model code.
+  TeachingBug teaching_bug = TeachingBug::none;
 };
 
 /// The default for ServerOptions::threads in an async model: the CPUs this process may run on.

@@ -28,7 +28,8 @@ struct ServerState {
   Admission admission;               ///< blocking_threads + blocking_queue slots; beyond -> 503
   CallThreads call_threads;          ///< --offload thread: a thread per call, joined off the loops
   std::atomic<std::size_t> open{0};  ///< connections held, over every loop
-  SessionShared sessions;            ///< drain, and the requests in flight
+  /// Drain, the requests in flight, and the teaching bug (off unless --teaching-bug shared-delay).
+  SessionShared sessions{.shared_delay_bug = options.teaching_bug == TeachingBug::shared_delay};
   /// Whether drain() began: a connection that waits for a request is closed, not kept.
   bool draining() const { return sessions.draining.load(std::memory_order_acquire); }
 

@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,6 +46,15 @@ struct Moment {
 struct SessionShared {
   std::atomic<bool> draining{false};
   std::atomic<std::size_t> in_flight{0};
+
+  /// TEACHING BUG, off by default (`cm-server --teaching-bug shared-delay`, for the exercise in
+  /// docs/exercises/): when set, every session stores the delay of each /delay request it parses
+  /// in `last_delay_ms`, one value for the whole server, and a /delay reply answers that value
+  /// instead of its own. It still waits its own delay, so one request at a time looks right; only
+  /// overlapping requests with different delays -- HttpArena's validation -- show it. The request's
+  /// state belongs to the request, never to the server: this is what breaking that rule looks like.
+  bool shared_delay_bug = false;
+  std::atomic<std::int64_t> last_delay_ms{0};  ///< written only when shared_delay_bug is set
 };
 
 class Session {
@@ -102,6 +112,9 @@ class Session {
   bool answering_ = false;     // a request was given out by next() and not yet answered
   bool keep_alive_ = true;
   bool done_ = false;  // the connection closes after the reply in flight
+
+  // The request being answered is a Wait (/delay): the one reply the teaching bug rewrites.
+  bool answering_wait_ = false;
 };
 
 }  // namespace cm

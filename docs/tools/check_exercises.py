@@ -1,0 +1,445 @@
+#!/usr/bin/python3
+"""Keeps the classroom exercises (docs/exercises/) alive: runs a short form of each one's command.
+
+An exercise tells a student to run a command and look for something in its output. Two things can
+rot: the command (a flag renamed, a tool moved) and what it shows (a model that no longer
+stalls, a bug switch that no longer breaks anything). For every exercise page this checker:
+
+1. finds every project tool a student is told to run in its `sh` blocks -- `build/bin/cm-*`,
+   `harness/*`, `docs/exercises/tools/*` -- and checks that the tool exists and that every
+   `--flag` given to it appears in the tool's own `--help`;
+2. runs each check block of the page, an HTML comment the page's reader does not see:
+
+       <!-- check: what it shows
+       server blocking: build/bin/cm-server --model blocking --threads 1
+       run: harness/burst --port {blocking} --connections 4 --path /delay/200
+       expect: burst: 4/4 correct responses
+       expect: last answered (?P<one_worker>[\\d.]+) s
+       value: one_worker >= 0.8
+       -->
+
+   `server NAME: CMD` starts CMD with `--port 0 --port-file F` added, waits until it listens,
+   and `{NAME}` in later lines is its port, `{NAME.pid}` its pid (`{tmp}`: a scratch folder of
+   the block, removed after it); `run: CMD` runs CMD with bash (from the repository
+   root, each bounded by `timeout:` seconds, default 20) and must exit 0; `expect: REGEX` must
+   match the last run's output (stdout and stderr), `expect NAME: REGEX` what server NAME has
+   printed so far, and the regex's named groups become numbers; `value: A OP B` compares them (A and B: a name, a
+   number, or `number * name`; OP one of < <= > >= ==); `needs-model: NAME` skips the block (not
+   fails) when cm-server was built without that model. `build/bin/` is the --bin-dir.
+   Every process a block starts is stopped when the block ends, pass or fail: servers by pid
+   (SIGTERM, then SIGKILL), commands with their whole process group;
+3. checks that the index (docs/exercises/README.md) lists every exercise page as a numbered link,
+   and that each page ends with `Previous:` / `Next:` links that follow that order.
+
+Usage (with Debian's /usr/bin/python3, standard library only; run by ctest as `docs_exercises`):
+
+    docs/tools/check_exercises.py [--bin-dir build/bin] [--only 05] [--list]
+
+Exit 0 when every check passed, 1 when one failed (with the command, its output and what was
+missing), 77 (ctest's "skipped") when cm-server has not been built.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import doclib  # noqa: E402
+
+EXERCISES = os.path.join("docs", "exercises")
+CHECK_BLOCK = re.compile(r"<!--\s*check\b:?(?P<title>[^\n]*)\n(?P<body>.*?)-->", re.S)
+TOOL = re.compile(r"(?<![\w/.-])(?P<tool>build/bin/cm-[\w-]+|harness/[\w-]+|docs/exercises/tools/[\w.-]+)")
+FLAG = re.compile(r"(?<![\w-])(--[a-z][\w-]*)")
+VALUE = re.compile(r"^(?P<a>.+?)\s*(?P<op><=|>=|==|<|>)\s*(?P<b>.+)$")
+OPS = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+       ">=": lambda a, b: a >= b, "==": lambda a, b: a == b}
+ORDER_ITEM = re.compile(r"^\d+\.\s+\[[^\]]*\]\((?P<target>[^)\s#]+)\)")
+FOOTER_LINK = re.compile(r"\b(?P<kind>Previous|Next): \[[^\]]*\]\((?P<target>[^)\s#]+)\)")
+
+
+@dataclass
+class Check:
+    page: str
+    line: int
+    title: str
+    steps: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, name, text)
+    timeout: float = 20.0
+    needs: list[str] = field(default_factory=list)
+
+
+def parse_checks(page: str, text: str) -> tuple[list[Check], list[str]]:
+    checks, problems = [], []
+    for m in CHECK_BLOCK.finditer(text):
+        line = text.count("\n", 0, m.start()) + 1
+        check = Check(page, line, m.group("title").strip() or f"line {line}")
+        for n, raw in enumerate(m.group("body").split("\n"), start=line + 1):
+            raw = raw.strip()
+            if not raw:
+                continue
+            key, sep, rest = raw.partition(":")
+            rest = rest.strip()
+            words = key.split()
+            if not sep or not words:
+                problems.append(f"{page}:{n}: `{raw}`: not `key: value`")
+            elif words[0] in ("server", "expect") and len(words) == 2:
+                check.steps.append((words[0], words[1], rest))
+                if words[0] == "expect":
+                    try:
+                        re.compile(rest)
+                    except re.error as e:
+                        problems.append(f"{page}:{n}: expect: not a regular expression ({e})")
+            elif key in ("run", "expect", "value"):
+                check.steps.append((key, "", rest))
+                if key == "expect":
+                    try:
+                        re.compile(rest)
+                    except re.error as e:
+                        problems.append(f"{page}:{n}: expect: not a regular expression ({e})")
+                if key == "value" and not VALUE.match(rest):
+                    problems.append(f"{page}:{n}: value: wants `A OP B`, not `{rest}`")
+            elif key == "timeout":
+                check.timeout = float(rest)
+            elif key == "needs-model":
+                check.needs += rest.split()
+            else:
+                problems.append(f"{page}:{n}: unknown key `{key}` (server NAME, run, expect, value, timeout, needs-model)")
+        if not any(kind == "expect" for kind, _, _ in check.steps):
+            problems.append(f"{page}:{line}: a check block without `expect:` checks nothing")
+        checks.append(check)
+    return checks, problems
+
+
+class Runner:
+    """Runs check blocks; remembers every process it started, to stop it whatever happens."""
+
+    def __init__(self, root: str, bin_dir: str):
+        self.root = root
+        self.bin_dir = bin_dir
+        self.servers: list[subprocess.Popen] = []
+        self.help_cache: dict[str, str | None] = {}
+        self._models: list[str] | None = None
+
+    def localise(self, cmd: str) -> str:
+        """`build/bin/x` -> the --bin-dir's x (a release, asan or dev build)."""
+        return re.sub(r"(?<![\w/.-])build/bin/", self.bin_dir.rstrip("/") + "/", cmd)
+
+    def models(self) -> list[str]:
+        if self._models is None:
+            out = subprocess.run([os.path.join(self.bin_dir, "cm-server"), "--list-models"],
+                                 capture_output=True, text=True, timeout=10).stdout
+            self._models = [line.split()[0] for line in out.splitlines() if line.strip()]
+        return self._models
+
+    def tool_help(self, tool: str) -> str | None:
+        """The tool's --help, or None when it is missing."""
+        if tool not in self.help_cache:
+            path = os.path.join(self.root, self.localise(tool))  # an absolute --bin-dir wins the join
+            if not os.path.isfile(path) or not os.access(path, os.X_OK):
+                self.help_cache[tool] = None
+            else:
+                done = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=20, cwd=self.root)
+                self.help_cache[tool] = done.stdout + done.stderr
+        return self.help_cache[tool]
+
+    def start_server(self, cmd: str, work: str, name: str) -> tuple[subprocess.Popen, str, str]:
+        port_file = os.path.join(work, f"{name}.port")
+        log = os.path.join(work, f"{name}.log")
+        argv = shlex.split(self.localise(cmd)) + ["--port", "0", "--port-file", port_file]
+        with open(log, "w") as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=self.root,
+                                    start_new_session=True)
+        self.servers.append(proc)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if os.path.exists(port_file):
+                with open(port_file) as f:
+                    port = f.read().strip()
+                if port:
+                    return proc, port, log
+            if proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        with open(log) as f:
+            raise RuntimeError(f"server {name} did not start: `{cmd}`\n{f.read()}")
+
+    def stop_server(self, proc: subprocess.Popen) -> None:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if proc in self.servers:
+            self.servers.remove(proc)
+
+    def stop_all(self) -> None:
+        for proc in list(self.servers):
+            try:
+                self.stop_server(proc)
+            except OSError:
+                pass
+
+    def run(self, cmd: str, timeout: float) -> tuple[int | None, str]:
+        proc = subprocess.Popen(["bash", "-c", self.localise(cmd)], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, cwd=self.root, start_new_session=True)
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+            code: int | None = proc.returncode
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, _ = proc.communicate()
+            code = None
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # anything the command left behind
+            except (ProcessLookupError, PermissionError):
+                pass
+        return code, out
+
+    def check(self, check: Check) -> tuple[str, str]:
+        """('ok' | 'skip' | 'fail', the transcript or the reason)."""
+        missing = [m for m in check.needs if m not in self.models()]
+        if missing:
+            return "skip", f"cm-server was built without {', '.join(missing)}"
+        ports: dict[str, str] = {}
+        values: dict[str, float] = {}
+        transcript: list[str] = []
+        servers: list[tuple[str, subprocess.Popen, str]] = []
+        output = ""
+
+        pids: dict[str, str] = {}
+
+        with tempfile.TemporaryDirectory(prefix="cm-exercise-") as work:
+
+            def fill(text: str) -> str:  # {NAME}: server NAME's port; {NAME.pid}: its pid; {tmp}
+                text = re.sub(r"\{(\w+)\.pid\}", lambda m: pids.get(m.group(1), m.group(0)), text)
+                text = text.replace("{tmp}", work)
+                return re.sub(r"\{(\w+)\}", lambda m: ports.get(m.group(1), m.group(0)), text)
+
+            try:
+                for kind, name, text in check.steps:
+                    if kind == "server":
+                        proc, port, log = self.start_server(fill(text), work, name)
+                        ports[name], pids[name] = port, str(proc.pid)
+                        servers.append((name, proc, log))
+                        transcript.append(f"$ {fill(text)} --port 0 &    # port {port}")
+                    elif kind == "run":
+                        cmd = fill(text)
+                        start = time.monotonic()
+                        code, out = self.run(cmd, check.timeout)
+                        transcript.append(f"$ {cmd}\n{out.rstrip()}")
+                        output = out
+                        if code != 0:
+                            why = f"did not end within {check.timeout:g} s" if code is None else f"exited {code}"
+                            return "fail", "\n".join(transcript) + f"\n-> the command {why} ({time.monotonic() - start:.1f} s)"
+                    else:
+                        if kind == "expect":
+                            # `expect:` reads the last run's output; `expect NAME:` server NAME's.
+                            if name:
+                                logs = [log for n, _, log in servers if n == name]
+                                if not logs:
+                                    raise RuntimeError(f"expect {name}: no server {name} started before it")
+                                with open(logs[0]) as f:
+                                    seen, where = f.read(), f"server {name}'s output"
+                            else:
+                                seen, where = output, "the last command's output"
+                            m = re.search(text, seen, re.M)
+                            if not m:
+                                return "fail", "\n".join(transcript) + f"\n-> nothing in {where} matches /{text}/"
+                            for key, val in m.groupdict().items():
+                                try:
+                                    values[key] = float(val.replace(",", ""))
+                                except (TypeError, ValueError):
+                                    return "fail", "\n".join(transcript) + f"\n-> /{text}/: {key} = {val!r} is not a number"
+                        else:
+                            ok, shown = self.compare(text, values)
+                            if not ok:
+                                return "fail", "\n".join(transcript) + f"\n-> value: {text} is false ({shown})"
+                            transcript.append(f"   value: {text}  ({shown})")
+            except (RuntimeError, OSError) as e:
+                return "fail", "\n".join(transcript) + f"\n-> {e}"
+            finally:
+                for _, proc, _ in servers:
+                    self.stop_server(proc)
+        return "ok", "\n".join(transcript)
+
+    @staticmethod
+    def compare(text: str, values: dict[str, float]) -> tuple[bool, str]:
+        m = VALUE.match(text)
+
+        def term(t: str) -> float:
+            t = t.strip()
+            factor, star, name = t.partition("*")
+            if star:
+                return float(factor) * term(name)
+            if re.fullmatch(r"[\d.]+", t):
+                return float(t)
+            if t not in values:
+                raise KeyError(t)
+            return values[t]
+
+        try:
+            a, b = term(m.group("a")), term(m.group("b"))
+        except KeyError as e:
+            return False, f"{e.args[0]} was not captured by an expect: before it"
+        return OPS[m.group("op")](a, b), f"{a:g} {m.group('op')} {b:g}"
+
+
+def student_commands(lines: list[str]) -> list[tuple[int, str]]:
+    """(line, command) for every command in the page's sh blocks, continuation lines joined."""
+    found = []
+    for block in doclib.fences(lines):
+        if block.info.split()[:1] not in (["sh"], ["bash"], ["console"]):
+            continue
+        pending, start = "", 0
+        for offset, text in enumerate(block.body):
+            text = re.sub(r"^\s*\$ ", "", text)
+            if not pending:
+                start = block.open_line + 1 + offset
+            if text.rstrip().endswith("\\"):
+                pending += text.rstrip()[:-1] + " "
+                continue
+            found.append((start, pending + text))
+            pending = ""
+    return found
+
+
+def check_flags(runner: Runner, page: str, lines: list[str]) -> tuple[list[str], int]:
+    """Every project tool a student runs exists, and every --flag given to it is in its --help."""
+    problems, count = [], 0
+    for n, command in student_commands(lines):
+        command = re.sub(r"#.*$", "", command)  # a comment after the command
+        for segment in re.split(r"\|\||&&|[|;&]|\$\(|\)", command):
+            m = TOOL.search(segment)
+            if not m:
+                continue
+            tool = m.group("tool")
+            help_text = runner.tool_help(tool)
+            if help_text is None:
+                problems.append(f"{page}:{n}: `{tool}` does not exist (or is not executable)")
+                continue
+            for flag in FLAG.findall(segment[m.end():]):
+                count += 1
+                if not re.search(r"(?<![\w-])" + re.escape(flag) + r"(?![\w-])", help_text):
+                    problems.append(f"{page}:{n}: `{tool} {flag}`: {tool} --help does not know {flag}")
+    return problems, count
+
+
+def check_order(root: str, pages: list[str]) -> list[str]:
+    """The index lists every exercise; each one's Previous/Next follow the index's order."""
+    index = os.path.join(EXERCISES, "README.md")
+    problems, order = [], []
+    for _, text in doclib.prose_lines(doclib.read_lines(os.path.join(root, index))):
+        m = ORDER_ITEM.match(text)
+        if m:
+            order.append(os.path.normpath(os.path.join(EXERCISES, m.group("target"))))
+    for page in pages:
+        if page not in order:
+            problems.append(f"{index}: does not list {page} in its numbered list")
+    for i, page in enumerate(order):
+        if not os.path.isfile(os.path.join(root, page)):
+            problems.append(f"{index}: lists {page}, which does not exist")
+            continue
+        found = {}
+        for n, text in doclib.prose_lines(doclib.read_lines(os.path.join(root, page))):
+            for m in FOOTER_LINK.finditer(text):
+                found[m.group("kind")] = (n, os.path.normpath(os.path.join(EXERCISES, m.group("target"))))
+        for kind, want in (("Previous", order[i - 1] if i > 0 else None),
+                           ("Next", order[i + 1] if i + 1 < len(order) else None)):
+            have = found.get(kind)
+            if want and (not have or have[1] != want):
+                problems.append(f"{page}: its `{kind}:` link should lead to {want} (the index's order)"
+                                + (f", not {have[1]}" if have else ""))
+            elif not want and have:
+                problems.append(f"{page}:{have[0]}: `{kind}:` leads to {have[1]}, but the index has no page there")
+    return problems
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--root", help="the repository root (default: found above this script)")
+    parser.add_argument("--bin-dir", help="where cm-server and cm-load are (default: <root>/build/bin)")
+    parser.add_argument("--only", help="only the exercise pages whose name contains this")
+    parser.add_argument("--list", action="store_true", help="print each check's steps, run nothing")
+    parser.add_argument("--verbose", action="store_true", help="print the transcript of passing checks too")
+    args = parser.parse_args()
+    root = os.path.abspath(args.root) if args.root else doclib.find_root(os.path.dirname(__file__))
+    bin_dir = os.path.abspath(args.bin_dir) if args.bin_dir else os.path.join(root, "build", "bin")
+
+    folder = os.path.join(root, EXERCISES)
+    pages = sorted(os.path.join(EXERCISES, f) for f in os.listdir(folder)
+                   if f.endswith(".md") and f != "README.md")
+    problems = check_order(root, pages)
+    if args.only:
+        pages = [p for p in pages if args.only in os.path.basename(p)]
+    parsed = {}
+    for page in pages:
+        with open(os.path.join(root, page), encoding="utf-8") as f:
+            text = f.read()
+        checks, bad = parse_checks(page, text)
+        problems += bad
+        if not checks:
+            problems.append(f"{page}: no <!-- check --> block: nothing keeps this exercise alive")
+        parsed[page] = (text, checks)
+
+    if args.list:
+        for page, (_, checks) in parsed.items():
+            for c in checks:
+                print(f"{page}:{c.line}: {c.title}")
+                for kind, name, text in c.steps:
+                    print(f"    {kind}{' ' + name if name else ''}: {text}")
+        return 0
+    if not os.access(os.path.join(bin_dir, "cm-server"), os.X_OK):
+        print(f"skipped: {bin_dir}/cm-server is missing; build first (make build)")
+        return 77
+
+    runner = Runner(root, bin_dir)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # ctest's timeout: stop what we started
+    started = time.monotonic()
+    flags = ran = skipped = 0
+    try:
+        for page, (text, checks) in parsed.items():
+            flag_problems, n = check_flags(runner, page, text.split("\n"))
+            flags += n
+            problems += flag_problems
+            for check in checks:
+                t0 = time.monotonic()
+                status, transcript = runner.check(check)
+                took = time.monotonic() - t0
+                print(f"{status:4}  {page}:{check.line}  {check.title}  ({took:.1f} s)", flush=True)
+                if status == "skip":
+                    skipped += 1
+                    print(f"      {transcript}")
+                    continue
+                ran += 1
+                if status == "fail":
+                    problems.append(f"{page}:{check.line}: check `{check.title}` failed:\n"
+                                    + "\n".join("    " + line for line in transcript.splitlines()))
+                elif args.verbose:
+                    print("\n".join("      " + line for line in transcript.splitlines()))
+    finally:
+        runner.stop_all()
+    took = time.monotonic() - started
+    if problems:
+        for p in problems:
+            print(p, file=sys.stderr)
+        print(f"check_exercises: {len(problems)} problem(s) in {len(parsed)} exercises ({took:.1f} s)", file=sys.stderr)
+        return 1
+    print(f"check_exercises: {len(parsed)} exercises, {ran} checks passed"
+          + (f", {skipped} skipped" if skipped else "")
+          + f", {flags} flags of the students' commands found in their tools' --help, in {took:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,197 @@
+#!/usr/bin/python3
+"""Tests of check_exercises.py: it passes a working exercise and fails each way one can break.
+
+Every case builds a small repository in a temporary folder -- docs/exercises/ with an index and
+one page, a fake `build/bin/cm-server` (a Python script that listens on --port 0 and writes
+--port-file), a fake tool under harness/ -- and runs the checker on it as ctest does (a child
+/usr/bin/python3 with --root and --bin-dir), so what is tested is the exit status and the message
+a reader gets. No real server is started. Run: /usr/bin/python3 docs/tools/test_check_exercises.py
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import unittest
+
+TOOLS = os.path.dirname(os.path.abspath(__file__))
+PYTHON = sys.executable or "/usr/bin/python3"
+
+FAKE_SERVER = f"""\
+#!{PYTHON}
+# A stand-in for cm-server: --list-models, --help, and a listener on --port 0 that answers
+# nothing, writes its port and its pid, and runs until SIGTERM.
+import os, socket, sys, time
+args = sys.argv[1:]
+if "--list-models" in args:
+    print("blocking           fake")
+    sys.exit(0)
+if "--help" in args:
+    print("--model --port --port-file --threads")
+    sys.exit(0)
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen()
+print("fake cm-server listening", flush=True)
+open(args[args.index("--port-file") + 1], "w").write(str(s.getsockname()[1]))
+open(os.environ.get("FAKE_PID_FILE", "/dev/null"), "w").write(str(os.getpid()))
+while True:
+    time.sleep(1)
+"""
+
+FAKE_TOOL = f"""\
+#!{PYTHON}
+import argparse
+ap = argparse.ArgumentParser()
+ap.add_argument("--port")
+ap.add_argument("--connections")
+args = ap.parse_args()
+print(f"tool: {{args.connections}} connections to {{args.port}}")
+"""
+
+INDEX = """\
+# Exercises
+
+1. [First](01-first.md) -- the only one.
+
+---
+
+Previous: [x](../x.md)
+"""
+
+
+def page(check: str, commands: str = "harness/tool --port 8080 --connections 2") -> str:
+    return textwrap.dedent(
+        """\
+        # Exercise 1
+
+        ```sh
+        {commands}
+        ```
+
+        {check}
+
+        ---
+
+        [All exercises](README.md)
+        """
+    ).format(commands=commands, check=check)
+
+
+GOOD_CHECK = """\
+<!-- check: the tool answers
+server srv: build/bin/cm-server --model blocking
+run: harness/tool --port {srv} --connections 3
+expect: tool: (?P<n>\\d+) connections to (?P<port>\\d+)
+value: n == 3
+value: port > 0
+expect srv: fake cm-server listening
+-->"""
+
+
+def running(pid: int) -> bool:
+    """Whether the process is alive (not gone, not a zombie waiting to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return "zombie" not in f.read()
+    except OSError:
+        return False
+
+
+class Tree:
+    def __init__(self) -> None:
+        self.root = tempfile.mkdtemp(prefix="exercise-checks-")
+        self.write("CMakeLists.txt", "project(x)\n")
+        self.write("docs/exercises/README.md", INDEX)
+        self.write("build/bin/cm-server", FAKE_SERVER, executable=True)
+        self.write("harness/tool", FAKE_TOOL, executable=True)
+        self.pid_file = os.path.join(self.root, "server.pid")
+
+    def write(self, rel: str, text: str, executable: bool = False) -> None:
+        path = os.path.join(self.root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        if executable:
+            os.chmod(path, 0o755)
+
+    def check(self) -> tuple[int, str]:
+        done = subprocess.run(
+            [PYTHON, os.path.join(TOOLS, "check_exercises.py"), "--root", self.root,
+             "--bin-dir", os.path.join(self.root, "build", "bin")],
+            capture_output=True, text=True, timeout=60,
+            env={**os.environ, "FAKE_PID_FILE": self.pid_file},
+        )
+        return done.returncode, done.stdout + done.stderr
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class CheckExercisesTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.tree = Tree()
+
+    def tearDown(self) -> None:
+        self.tree.remove()
+
+    def expect_fail(self, check: str, message: str, commands: str | None = None) -> None:
+        self.tree.write("docs/exercises/01-first.md",
+                        page(check) if commands is None else page(check, commands))
+        code, out = self.tree.check()
+        self.assertEqual(code, 1, out)
+        self.assertIn(message, out)
+
+    def test_a_working_exercise_passes_and_its_server_is_stopped(self) -> None:
+        self.tree.write("docs/exercises/01-first.md", page(GOOD_CHECK))
+        code, out = self.tree.check()
+        self.assertEqual(code, 0, out)
+        self.assertIn("1 checks passed", out)
+        with open(self.tree.pid_file) as f:
+            pid = int(f.read())
+        self.assertFalse(running(pid), "the checker left its server running")
+
+    def test_output_that_does_not_show_what_the_page_says_fails(self) -> None:
+        self.expect_fail(GOOD_CHECK.replace("connections to", "connexions to"), "matches /tool: (?P<n>")
+
+    def test_a_comparison_that_does_not_hold_fails(self) -> None:
+        self.expect_fail(GOOD_CHECK.replace("value: n == 3", "value: n >= 4"), "value: n >= 4 is false (3 >= 4)")
+
+    def test_a_command_that_fails_fails(self) -> None:
+        self.expect_fail(GOOD_CHECK.replace("--connections 3", "--conections 3"), "exited 2")
+
+    def test_a_command_that_never_ends_is_stopped_and_fails(self) -> None:
+        slow = GOOD_CHECK.replace("run: harness/tool", "timeout: 0.5\nrun: sleep 30; harness/tool")
+        started = time.monotonic()
+        self.expect_fail(slow, "did not end within 0.5 s")
+        self.assertLess(time.monotonic() - started, 20)
+
+    def test_a_flag_the_student_is_told_to_type_must_exist(self) -> None:
+        self.expect_fail(GOOD_CHECK, "harness/tool --help does not know --delay",
+                         commands="harness/tool --port 8080 --delay 5")
+        self.expect_fail(GOOD_CHECK, "`harness/gone` does not exist", commands="harness/gone --port 8080")
+
+    def test_a_page_without_a_check_fails(self) -> None:
+        self.expect_fail("No check here.", "nothing keeps this exercise alive")
+
+    def test_a_page_the_index_does_not_list_fails(self) -> None:
+        self.tree.write("docs/exercises/02-second.md", page(GOOD_CHECK))
+        self.tree.write("docs/exercises/01-first.md", page(GOOD_CHECK))
+        code, out = self.tree.check()
+        self.assertEqual(code, 1, out)
+        self.assertIn("does not list docs/exercises/02-second.md", out)
+
+    def test_a_missing_build_is_skipped_not_failed(self) -> None:
+        self.tree.write("docs/exercises/01-first.md", page(GOOD_CHECK))
+        os.remove(os.path.join(self.tree.root, "build", "bin", "cm-server"))
+        code, out = self.tree.check()
+        self.assertEqual(code, 77, out)
+
+
+if __name__ == "__main__":
+    unittest.main()
