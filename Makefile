@@ -6,6 +6,7 @@
 #   make tsan-test the conformance, model (uring) and core unit tests under ThreadSanitizer
 #   make fuzz      build the Session fuzz target (clang, libFuzzer) and run it FUZZ_SECONDS (60)
 #   make cross-check / make micro   regenerate results/loadgen.md / results/micro.md
+#   make cost      regenerate results/cost.md: server CPU and system calls per request
 #
 # Binaries land in build/<preset>/bin; build/bin points at build/release/bin.
 
@@ -16,7 +17,7 @@ FUZZ_SECONDS ?= 60
 # common/fuzz/corpus. A crash is saved in $(FUZZ_WORK)/artifacts/ and fails the target.
 FUZZ_WORK := build/fuzz/work
 
-.PHONY: all deps build test asan-test tsan-test fuzz compare cross-check micro format clean
+.PHONY: all deps build test asan-test tsan-test fuzz compare cross-check micro cost format clean
 
 all: build
 
@@ -59,6 +60,10 @@ cross-check: build
 # cm-micro's primitives -> results/micro.md
 micro: build
 	harness/micro/report
+
+# server CPU and system calls per request, every model, nginx and node -> results/cost.md
+cost: build
+	harness/cost
 
 format:
 	find common servers blocking asio_coro libuv_callbacks uring_coro harness \
