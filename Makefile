@@ -4,13 +4,14 @@
 #   make test      install what is missing, build (release), run every test
 #   make asan-test the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make cross-check / make micro   regenerate results/loadgen.md / results/micro.md
+#   make abuse     slowhttptest's slow-client attacks against every model -> results/abuse/
 #
 # Binaries land in build/<preset>/bin; build/bin points at build/release/bin.
 
 PRESET ?= release
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps build test asan-test compare cross-check micro format clean
+.PHONY: all deps build test asan-test compare cross-check micro abuse format clean
 
 all: build
 
@@ -38,6 +39,10 @@ cross-check: build
 # cm-micro's primitives -> results/micro.md
 micro: build
 	harness/micro/report
+
+# slowhttptest (slowloris, slow read) against every model, a fresh server each -> results/abuse/
+abuse: build
+	harness/abuse
 
 format:
 	find common servers blocking asio_coro libuv_callbacks uring_coro harness \
