@@ -512,9 +512,19 @@ TEST_P(Hostile, PipeliningWithoutReadingKeepsMemoryBounded) {
   RecordProperty("pushed_bytes", std::to_string(sent));
   RecordProperty("rss_before_kib", std::to_string(rss_before));
   RecordProperty("rss_peak_kib", std::to_string(peak));
-  EXPECT_LT(peak - rss_before, 16 * 1024)
-      << "pushed " << sent << " bytes; RSS " << rss_before << " KiB before, peak " << peak
-      << " KiB, now " << rss_after << " KiB";
+  // Under ASan or TSan the RSS is not the server's memory: freed blocks wait in ASan's quarantine
+  // (256 MiB by default) and every byte touched has shadow memory, so the bound is checked in the
+  // builds without them (make test); the rest of this test runs under every build.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  constexpr bool rss_is_the_servers = false;
+#else
+  constexpr bool rss_is_the_servers = true;
+#endif
+  if (rss_is_the_servers) {
+    EXPECT_LT(peak - rss_before, 16 * 1024)
+        << "pushed " << sent << " bytes; RSS " << rss_before << " KiB before, peak " << peak
+        << " KiB, now " << rss_after << " KiB";
+  }
 
   greedy.clear();  // they leave, with answers unread: the server sees resets
   const auto deadline = Clock::now() + 10s;
@@ -588,7 +598,9 @@ TEST_P(Hostile, ResetWhileTheRequestWaitsFreesTheConnection) {
     std::vector<Client> leaving;
     for (int i = 0; i < 30; ++i) {
       leaving.push_back(connect());
-      ASSERT_TRUE(leaving.back().send(get_request(i % 3 == 2 ? "/block/500" : "/delay/500")));
+      // 2 s: long enough that all 30 are waiting at once even under TSan, which slows the
+      // server several times (at 500 ms the first were answered before the last had arrived).
+      ASSERT_TRUE(leaving.back().send(get_request(i % 3 == 2 ? "/block/2000" : "/delay/2000")));
     }
     const auto deadline = Clock::now() + 5s;  // every request is parsed and waiting
     while (server_->requests_in_flight() < leaving.size() && Clock::now() < deadline)
