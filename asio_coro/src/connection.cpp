@@ -175,20 +175,19 @@ awaitable<void> accept_loop(Loop& loop) {
       co_await backoff.async_wait(as_value);
       continue;
     }
-    asio::co_spawn(loop.io, serve_connection(std::move(socket), loop), asio::detached);
+    asio::co_spawn(loop.io, serve_connection(Connection(std::move(socket)), loop), asio::detached);
     // Then what the backlog holds, up to cm::accepts_per_turn, without waiting for readiness.
     for (int i = 1; i < accepts_per_turn; ++i) {
       tcp::socket more = loop.acceptor.accept(ec);
       if (ec) break;  // would_block: the backlog is empty (an error: the next async_accept)
-      asio::co_spawn(loop.io, serve_connection(std::move(more), loop), asio::detached);
+      asio::co_spawn(loop.io, serve_connection(Connection(std::move(more)), loop), asio::detached);
     }
   }
 }
 
-awaitable<void> serve_connection(tcp::socket socket, Loop& loop) {
-  // NOTE: the socket was moved into this frame (a coroutine copies its parameters); `loop` is a
+awaitable<void> serve_connection(Connection c, Loop& loop) {
+  // NOTE: the connection was moved into this frame (a coroutine copies its parameters); `loop` is a
   // reference, valid because stop() joins every loop before it is destroyed.
-  Connection c(std::move(socket));
   Held held(c, loop);
   if (loop.stopping) co_return;  // accepted just before stop(): close at once
   set_nodelay(c.socket.native_handle());

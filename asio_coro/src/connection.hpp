@@ -53,6 +53,6 @@ asio::awaitable<void> accept_loop(Loop& loop);
 
 /// Serves one client until it closes, a reply ends the connection, the header timeout passes or
 /// the server stops.
-asio::awaitable<void> serve_connection(tcp::socket socket, Loop& loop);
+asio::awaitable<void> serve_connection(Connection c, Loop& loop);
 
 }  // namespace cm::asio_coro
