@@ -5,15 +5,16 @@
 // nothing but suspended coroutine frames (serve_connection's holds the Session) and a timer queued
 // in the io_context: no thread is held (the connection ceiling, connections / delay).
 //
-// Errors are values: every operation completes with `as_tuple(use_awaitable)`, so a client that
-// leaves shows up as an error_code that ends this coroutine only, never as an exception.
+// Errors are values: every operation completes with `as_tuple(deferred)`, awaited in this frame, so
+// a client that leaves is an error_code that ends this coroutine only, never an exception.
 
 #include "connection.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -30,25 +31,24 @@ namespace {
 
 using asio::awaitable;
 using asio::use_awaitable;
-using asio::experimental::awaitable_operators::operator||;
 using boost::system::error_code;
-constexpr auto as_value = asio::as_tuple(use_awaitable);  // errors as values, not exceptions
+constexpr auto as_value = asio::as_tuple(asio::deferred);  // errors as values, not exceptions
 
 /// Reads some bytes and hands them to `session` (if any), or gives up when the connection's
 /// timer expires (error::timed_out). Returns the error and the count of bytes read.
 awaitable<std::tuple<error_code, std::size_t>> receive(Connection& c, Session* session) {
   // NOTE: the buffer lives in this coroutine's frame, so only for as long as a read is pending:
   // a connection waiting on a timer does not hold it (docs/models/asio_coro.md, "What a waiting
-  // request costs"). `||` completes only after the losing operation was cancelled and finished,
-  // so no read into `buffer` outlives the frame.
+  // request costs"). The group completes only after the losing operation was cancelled and
+  // finished, so no read into `buffer` outlives the frame.
   std::array<char, read_buffer_bytes> buffer;
-  auto first = co_await (c.socket.async_read_some(asio::buffer(buffer), as_value) ||
-                         c.timer.async_wait(as_value));
-  if (first.index() == 1) {
-    const auto [ec] = std::get<1>(first);  // operation_aborted: stop() cancelled the timer
-    co_return std::tuple{ec ? ec : asio::error::timed_out, std::size_t{0}};
-  }
-  const auto [ec, n] = std::get<0>(first);
+  const auto [order, ec, n, timer_ec] =
+      co_await asio::experimental::make_parallel_group(
+          c.socket.async_read_some(asio::buffer(buffer), asio::deferred),
+          c.timer.async_wait(asio::deferred))
+          .async_wait(asio::experimental::wait_for_one(), asio::deferred);
+  if (order[0] == 1)  // the timer first; operation_aborted: stop() cancelled it
+    co_return std::tuple{timer_ec ? timer_ec : asio::error::timed_out, std::size_t{0}};
   if (!ec && session) session->received({buffer.data(), n});
   co_return std::tuple{ec, n};
 }
