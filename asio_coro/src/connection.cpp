@@ -53,12 +53,6 @@ awaitable<std::tuple<error_code, std::size_t>> receive(Connection& c, Session* s
   co_return std::tuple{ec, n};
 }
 
-/// Writes all of `out`; false if the client is gone.
-awaitable<bool> send(Connection& c, const std::string& out) {
-  const auto [ec, n] = co_await asio::async_write(c.socket, asio::buffer(out), as_value);
-  co_return !ec;
-}
-
 /// Lingering close (cm::Linger): shut down our side, then discard what the client still sends.
 awaitable<void> linger_close(Connection& c) {
   error_code ignored;
@@ -69,6 +63,25 @@ awaitable<void> linger_close(Connection& c) {
     const auto [ec, n] = co_await receive(c, nullptr);
     if (!linger.more(ec ? -1 : static_cast<long>(n))) co_return;
   }
+}
+
+/// Writes the reply to the plan just executed; false if the connection ends with it (the client
+/// left, or the reply closes it: after a lingering close). Its bytes live only while written.
+awaitable<bool> respond(Connection& c, Session& session, const Reply& reply) {
+  std::string out;
+  session.write_reply(reply, out, Moment::now());
+  const auto [ec, n] = co_await asio::async_write(c.socket, asio::buffer(out), as_value);
+  if (ec) co_return false;  // the client is gone: that ends this one only
+  if (!session.keep_alive()) co_await linger_close(c);
+  co_return session.keep_alive();
+}
+
+/// The header deadline passed: a 408 if part of a request came (then a lingering close).
+awaitable<void> expire(Connection& c, Session& session) {
+  std::string out;
+  if (!session.expire(out, Moment::now())) co_return;
+  const auto [ec, n] = co_await asio::async_write(c.socket, asio::buffer(out), as_value);
+  if (!ec) co_await linger_close(c);
 }
 
 // [wait-asio_coro]
@@ -193,18 +206,11 @@ awaitable<void> serve_connection(Connection c, Loop& loop) {
   set_nodelay(c.socket.native_handle());
 
   Session session = loop.state.session(Moment::now());
-  std::string out;
   for (;;) {
     while (auto plan = session.next()) {
       const Outcome outcome = co_await execute(*plan, c, loop);
       if (outcome == Outcome::stopped || loop.stopping) co_return;
-      out.clear();
-      session.write_reply(reply_for(*plan, outcome), out, Moment::now());
-      if (!co_await send(c, out)) co_return;  // the client is gone: that ends this one only
-      if (!session.keep_alive()) {
-        co_await linger_close(c);
-        co_return;
-      }
+      if (!co_await respond(c, session, reply_for(*plan, outcome))) co_return;
     }
 
     // More bytes are needed; wait for them, but not past the header deadline, nor a drain.
@@ -216,11 +222,7 @@ awaitable<void> serve_connection(Connection c, Loop& loop) {
     if (ec == asio::error::operation_aborted && loop.state.draining() && !loop.stopping) {
       ec = asio::error::timed_out;  // drain() cut the wait short: as if the deadline had passed
     }
-    if (ec == asio::error::timed_out) {
-      out.clear();
-      if (session.expire(out, Moment::now()) && co_await send(c, out)) co_await linger_close(c);
-      co_return;
-    }
+    if (ec == asio::error::timed_out) co_await expire(c, session);
     if (ec) co_return;  // closed by the client, reset, or stopping
   }
 }
