@@ -142,20 +142,16 @@ awaitable<Outcome> execute(const Plan& plan, Connection& c, Loop& loop) {
   return here(plan, loop.state.sleeper);
 }
 
-/// Registers a connection with its loop (for stop) and counts it, for as long as it lives.
+/// Lists a connection in its loop (for stop) and counts it, for as long as it lives. The list
+/// forgets it by itself when the Connection ends: an auto_unlink hook.
 struct Held {
-  Held(Connection& c, Loop& loop) : c_(c), loop_(loop) {
-    loop_.connections.insert(&c_);
-    ++loop_.state.open;
+  Held(Connection& c, Loop& loop) : open_(loop.state.open) {
+    loop.connections.push_back(c);
+    ++open_;
   }
-  ~Held() {
-    loop_.connections.erase(&c_);
-    --loop_.state.open;
-  }
+  ~Held() { --open_; }
   Held(const Held&) = delete;
-  Held& operator=(const Held&) = delete;
-  Connection& c_;
-  Loop& loop_;
+  std::atomic<std::size_t>& open_;
 };
 
 }  // namespace
@@ -164,15 +160,15 @@ void Loop::close_all() {
   stopping = true;
   error_code ignored;
   acceptor.close(ignored);
-  for (Connection* c : connections)
-    c->close();
+  for (Connection& c : connections)
+    c.close();
 }
 
 void Loop::drain() {
   error_code ignored;
   acceptor.close(ignored);
-  for (Connection* c : connections) {
-    if (c->awaiting_request) c->timer.cancel();  // receive() ends: the deadline came early
+  for (Connection& c : connections) {
+    if (c.awaiting_request) c.timer.cancel();  // receive() ends: the deadline came early
   }
 }
 

@@ -8,17 +8,19 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 
-#include <unordered_set>
+#include <boost/intrusive/list.hpp>
 
 #include "cm/server_state.hpp"
 
 namespace cm::asio_coro {
 
 namespace asio = boost::asio;
+namespace bi = boost::intrusive;
 using asio::ip::tcp;
 
-/// The I/O objects of one connection; it lives in its coroutine's frame.
-struct Connection {
+/// The I/O objects of one connection, in its coroutine's frame. Its hook links it into its loop's
+/// list (no allocation of its own) and unlinks it when the frame ends.
+struct Connection : bi::list_base_hook<bi::link_mode<bi::auto_unlink>> {
   explicit Connection(tcp::socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
   /// Cancels whatever the coroutine awaits; it then sees an error and returns.
   void close() {
@@ -40,7 +42,7 @@ struct Loop {
   asio::thread_pool& pool;     ///< where the pool venue runs, shared by every loop
   asio::io_context io{1};      ///< concurrency hint: one thread runs it
   tcp::acceptor acceptor{io};  ///< adopts one SO_REUSEPORT socket of cm::open_listeners
-  std::unordered_set<Connection*> connections;  ///< held now, so stop can close them
+  bi::list<Connection, bi::constant_time_size<false>> connections;  ///< held now, for stop()
   bool stopping = false;  ///< set by close_all(); a late connection closes at once
   /// Stops accepting and closes every connection; runs on the loop's thread.
   void close_all();
