@@ -37,10 +37,8 @@ constexpr auto as_value = asio::as_tuple(asio::deferred);  // errors as values, 
 /// Reads some bytes and hands them to `session` (if any), or gives up when the connection's
 /// timer expires (error::timed_out). Returns the error and the count of bytes read.
 awaitable<std::tuple<error_code, std::size_t>> receive(Connection& c, Session* session) {
-  // NOTE: the buffer lives in this coroutine's frame, so only for as long as a read is pending:
-  // a connection waiting on a timer does not hold it (docs/models/asio_coro.md, "What a waiting
-  // request costs"). The group completes only after the losing operation was cancelled and
-  // finished, so no read into `buffer` outlives the frame.
+  // NOTE: the buffer is in this frame, held only while a read is pending; the group completes
+  // only once the loser was cancelled and finished, so no read into it outlives the frame.
   std::array<char, read_buffer_bytes> buffer;
   const auto [order, ec, n, timer_ec] =
       co_await asio::experimental::make_parallel_group(
@@ -71,9 +69,8 @@ awaitable<bool> respond(Connection& c, Session& session, const Reply& reply) {
   std::string out;
   session.write_reply(reply, out, Moment::now());
   const auto [ec, n] = co_await asio::async_write(c.socket, asio::buffer(out), as_value);
-  if (ec) co_return false;  // the client is gone: that ends this one only
-  if (!session.keep_alive()) co_await linger_close(c);
-  co_return session.keep_alive();
+  if (!ec && !session.keep_alive()) co_await linger_close(c);
+  co_return !ec && session.keep_alive();  // a client gone (ec) ends this connection only
 }
 
 /// The header deadline passed: a 408 if part of a request came (then a lingering close).
@@ -142,13 +139,9 @@ awaitable<Outcome> execute(const Plan& plan, Connection& c, Loop& loop) {
   return here(plan, loop.state.sleeper);
 }
 
-/// Lists a connection in its loop (for stop) and counts it, for as long as it lives. The list
-/// forgets it by itself when the Connection ends: an auto_unlink hook.
+/// Counts a connection as open for as long as it lives.
 struct Held {
-  Held(Connection& c, Loop& loop) : open_(loop.state.open) {
-    loop.connections.push_back(c);
-    ++open_;
-  }
+  explicit Held(std::atomic<std::size_t>& open) : open_(open) { ++open_; }
   ~Held() { --open_; }
   Held(const Held&) = delete;
   std::atomic<std::size_t>& open_;
@@ -197,7 +190,8 @@ awaitable<void> accept_loop(Loop& loop) {
 awaitable<void> serve_connection(Connection c, Loop& loop) {
   // NOTE: the connection was moved into this frame (a coroutine copies its parameters); `loop` is a
   // reference, valid because stop() joins every loop before it is destroyed.
-  Held held(c, loop);
+  loop.connections.push_back(c);  // for stop() and drain(); ~Connection unlinks it (auto_unlink)
+  Held held(loop.state.open);
   if (loop.stopping) co_return;  // accepted just before stop(): close at once
   set_nodelay(c.socket.native_handle());
 

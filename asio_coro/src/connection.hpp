@@ -7,7 +7,6 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
-
 #include <boost/intrusive/list.hpp>
 
 #include "cm/server_state.hpp"
@@ -18,8 +17,7 @@ namespace asio = boost::asio;
 namespace bi = boost::intrusive;
 using asio::ip::tcp;
 
-/// The I/O objects of one connection, in its coroutine's frame. Its hook links it into its loop's
-/// list (no allocation of its own) and unlinks it when the frame ends.
+/// The I/O objects of one connection, in its coroutine's frame; its hook lists it in its loop.
 struct Connection : bi::list_base_hook<bi::link_mode<bi::auto_unlink>> {
   explicit Connection(tcp::socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
   /// Cancels whatever the coroutine awaits; it then sees an error and returns.
