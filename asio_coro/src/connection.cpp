@@ -29,10 +29,9 @@
 namespace cm::asio_coro {
 namespace {
 
-using asio::awaitable;
-using asio::use_awaitable;
 using boost::system::error_code;
 constexpr auto as_value = asio::as_tuple(asio::deferred);  // errors as values, not exceptions
+constexpr asio::use_awaitable_t<Executor> use_awaitable;   // resumes a coroutine on its loop
 
 /// Reads some bytes and hands them to `session` (if any), or gives up when the connection's
 /// timer expires (error::timed_out). Returns the error and the count of bytes read.
@@ -90,8 +89,11 @@ awaitable<Outcome> wait(const Wait& step, Connection& c) {
 }
 // [wait-asio_coro]
 
-/// The step's work on whatever thread this coroutine runs on.
-awaitable<Outcome> here(const Plan& plan, Sleeper& sleeper) { co_return perform(plan, sleeper); }
+/// The step's work on the thread this coroutine runs on: its loop's, or the pool's (E, its type).
+template <typename E = Executor>
+asio::awaitable<Outcome, E> here(const Plan& plan, Sleeper& s) {
+  co_return perform(plan, s);
+}
 
 // [offload-asio_coro]
 /// The step's work on the asio::thread_pool; co_spawn completes `use_awaitable` back on this
@@ -100,7 +102,8 @@ awaitable<Outcome> on_pool(const Plan& plan, Loop& loop) {
   const auto ticket = loop.state.admission.enter();
   if (!ticket) co_return Outcome::refused;
   // NOTE: `plan` lives in serve_connection's frame, suspended here until the pool is done with it.
-  co_return co_await asio::co_spawn(loop.pool, here(plan, loop.state.sleeper), use_awaitable);
+  co_return co_await asio::co_spawn(
+      loop.pool, here<asio::thread_pool::executor_type>(plan, loop.state.sleeper), use_awaitable);
 }
 // [offload-asio_coro]
 
@@ -108,7 +111,7 @@ awaitable<Outcome> on_pool(const Plan& plan, Loop& loop) {
 /// coroutine waits on a timer that never expires, used as a one-shot event: the posted handler
 /// records the outcome and cancels it.
 awaitable<Outcome> on_new_thread(const Plan& plan, Loop& loop) {
-  asio::steady_timer finished(loop.io, asio::steady_timer::time_point::max());
+  Timer finished(loop.io.get_executor(), Timer::time_point::max());
   std::optional<Outcome> outcome;
   // NOTE: the thread refers to this frame through the handler it posts, and the frame cannot end
   // before that handler ran: it waits for `outcome`. stop() does not cancel `finished` (close()
@@ -166,7 +169,7 @@ void Loop::drain() {
 }
 
 awaitable<void> accept_loop(Loop& loop) {
-  asio::steady_timer backoff(loop.io);
+  Timer backoff(loop.io.get_executor());
   error_code ignored;
   loop.acceptor.non_blocking(true, ignored);  // so that the draining accept() says would_block
   for (;;) {
@@ -180,7 +183,7 @@ awaitable<void> accept_loop(Loop& loop) {
     asio::co_spawn(loop.io, serve_connection(Connection(std::move(socket)), loop), asio::detached);
     // Then what the backlog holds, up to cm::accepts_per_turn, without waiting for readiness.
     for (int i = 1; i < accepts_per_turn; ++i) {
-      tcp::socket more = loop.acceptor.accept(ec);
+      Socket more = loop.acceptor.accept(ec);
       if (ec) break;  // would_block: the backlog is empty (an error: the next async_accept)
       asio::co_spawn(loop.io, serve_connection(Connection(std::move(more)), loop), asio::detached);
     }

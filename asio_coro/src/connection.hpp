@@ -17,17 +17,24 @@ namespace asio = boost::asio;
 namespace bi = boost::intrusive;
 using asio::ip::tcp;
 
+/// The loop's own executor type: Asio's default, any_io_executor, would cost ~380 B a request.
+using Executor = asio::io_context::executor_type;
+template <typename T>
+using awaitable = asio::awaitable<T, Executor>;  ///< a coroutine that runs on a loop
+using Socket = tcp::socket::rebind_executor<Executor>::other;
+using Timer = asio::steady_timer::rebind_executor<Executor>::other;
+
 /// The I/O objects of one connection, in its coroutine's frame; its hook lists it in its loop.
 struct Connection : bi::list_base_hook<bi::link_mode<bi::auto_unlink>> {
-  explicit Connection(tcp::socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
+  explicit Connection(Socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
   /// Cancels whatever the coroutine awaits; it then sees an error and returns.
   void close() {
     boost::system::error_code ignored;
     socket.close(ignored);
     timer.cancel();
   }
-  tcp::socket socket;             ///< the client
-  asio::steady_timer timer;       ///< header deadline, Wait, lingering close: one at a time
+  Socket socket;                  ///< the client
+  Timer timer;                    ///< header deadline, Wait, lingering close: one at a time
   bool awaiting_request = false;  ///< in receive() for a request: drain() may cut it short
 };
 
@@ -36,10 +43,10 @@ struct Connection : bi::list_base_hook<bi::link_mode<bi::auto_unlink>> {
 struct Loop {
   Loop(ServerState& server_state, asio::thread_pool& offload_pool)
       : state(server_state), pool(offload_pool) {}
-  ServerState& state;          ///< what every loop of the server shares
-  asio::thread_pool& pool;     ///< where the pool venue runs, shared by every loop
-  asio::io_context io{1};      ///< concurrency hint: one thread runs it
-  tcp::acceptor acceptor{io};  ///< adopts one SO_REUSEPORT socket of cm::open_listeners
+  ServerState& state;       ///< what every loop of the server shares
+  asio::thread_pool& pool;  ///< where the pool venue runs, shared by every loop
+  asio::io_context io{1};   ///< concurrency hint: one thread runs it
+  tcp::acceptor::rebind_executor<Executor>::other acceptor{io};     ///< an open_listeners socket
   bi::list<Connection, bi::constant_time_size<false>> connections;  ///< held now, for stop()
   bool stopping = false;  ///< set by close_all(); a late connection closes at once
   /// Stops accepting and closes every connection; runs on the loop's thread.
@@ -49,10 +56,10 @@ struct Loop {
 };
 
 /// Accepts on `loop` until its acceptor is closed, one serve_connection coroutine per client.
-asio::awaitable<void> accept_loop(Loop& loop);
+awaitable<void> accept_loop(Loop& loop);
 
 /// Serves one client until it closes, a reply ends the connection, the header timeout passes or
 /// the server stops.
-asio::awaitable<void> serve_connection(Connection c, Loop& loop);
+awaitable<void> serve_connection(Connection c, Loop& loop);
 
 }  // namespace cm::asio_coro
