@@ -7,6 +7,7 @@
 #   make fuzz      build the Session fuzz target (clang, libFuzzer) and run it FUZZ_SECONDS (60)
 #   make cross-check / make micro   regenerate results/loadgen.md / results/micro.md
 #   make cost      regenerate results/cost.md: server CPU and system calls per request
+#   make abuse     slowhttptest's slow-client attacks against every model -> results/abuse/
 #
 # Binaries land in build/<preset>/bin; build/bin points at build/release/bin.
 
@@ -17,7 +18,7 @@ FUZZ_SECONDS ?= 60
 # common/fuzz/corpus. A crash is saved in $(FUZZ_WORK)/artifacts/ and fails the target.
 FUZZ_WORK := build/fuzz/work
 
-.PHONY: all deps build test asan-test tsan-test fuzz compare cross-check micro cost format clean
+.PHONY: all deps build test asan-test tsan-test fuzz compare cross-check micro cost abuse format clean
 
 all: build
 
@@ -64,6 +65,10 @@ micro: build
 # server CPU and system calls per request, every model, nginx and node -> results/cost.md
 cost: build
 	harness/cost
+
+# slowhttptest (slowloris, slow read) against every model, a fresh server each -> results/abuse/
+abuse: build
+	harness/abuse
 
 format:
 	find common servers blocking asio_coro libuv_callbacks uring_coro harness \

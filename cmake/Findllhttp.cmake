@@ -34,6 +34,11 @@ if(llhttp_FOUND AND NOT TARGET llhttp::llhttp)
   set_target_properties(cm_llhttp PROPERTIES C_STANDARD 99 POSITION_INDEPENDENT_CODE ON)
   # The generated sources are third-party code: do not hold them to our warning flags.
   target_compile_options(cm_llhttp PRIVATE -w)
+  # Strict mode: every line ends with CRLF, and the CRLF after chunk data is checked. Without it,
+  # llhttp 8.1.0 takes a bare CR as the end of a header line or of a chunk (CVE-2023-30589):
+  # a request hidden that way is split differently by a front end that reads the bytes right,
+  # which is request smuggling. llhttp 9 (and Node.js since 2023) refuses both by default.
+  target_compile_definitions(cm_llhttp PRIVATE LLHTTP_STRICT_MODE=1)
   add_library(llhttp::llhttp ALIAS cm_llhttp)
 endif()
 mark_as_advanced(llhttp_INCLUDE_DIR llhttp_SOURCE_DIR)

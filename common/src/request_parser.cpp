@@ -107,6 +107,12 @@ void RequestParser::fail(int status, std::string reason) {
   error_ = ParseError{status, std::move(reason)};
 }
 
+namespace {
+// An empty view may hold a null pointer, and llhttp computes `data + len` from what it is given:
+// null + 0 is undefined behaviour (clang's UBSan reports it), so zero bytes are an empty string.
+const char* not_null(std::string_view bytes) { return bytes.empty() ? "" : bytes.data(); }
+}  // namespace
+
 std::size_t RequestParser::feed(std::string_view bytes) {
   switch (state_) {
     case State::idle:
@@ -126,7 +132,7 @@ std::size_t RequestParser::feed_head(std::string_view bytes) {
   // Never hand llhttp more head than the limit allows: a 64 KiB header is refused after 8 KiB.
   const std::size_t allowance = limits_.max_head_bytes - head_bytes_;
   const std::string_view chunk = bytes.substr(0, allowance);
-  const llhttp_errno_t err = llhttp_execute(&impl_->parser, chunk.data(), chunk.size());
+  const llhttp_errno_t err = llhttp_execute(&impl_->parser, not_null(chunk), chunk.size());
   if (err == HPE_OK) {
     head_bytes_ += chunk.size();
     if (head_bytes_ >= limits_.max_head_bytes) {
@@ -139,7 +145,7 @@ std::size_t RequestParser::feed_head(std::string_view bytes) {
     return chunk.size();
   }
   // Paused in on_headers_complete: the head ends here.
-  const std::size_t consumed = llhttp_get_error_pos(&impl_->parser) - chunk.data();
+  const std::size_t consumed = llhttp_get_error_pos(&impl_->parser) - not_null(chunk);
   head_bytes_ += consumed;
   const llhttp_t& p = impl_->parser;
   if ((p.flags & F_CONTENT_LENGTH) && p.content_length > limits_.max_body_bytes) {
@@ -170,12 +176,13 @@ bool RequestParser::body_follows() const {
 
 std::size_t RequestParser::feed_body(std::string_view bytes) {
   // Called with zero bytes right after the head: a request without a body completes then.
-  const llhttp_errno_t err = llhttp_execute(&impl_->parser, bytes.data(), bytes.size());
+  const char* data = not_null(bytes);
+  const llhttp_errno_t err = llhttp_execute(&impl_->parser, data, bytes.size());
   if (err == HPE_OK) return bytes.size();
   if (err == HPE_PAUSED || err == HPE_PAUSED_UPGRADE) {
     state_ = State::complete;
     upgrade_ = err == HPE_PAUSED_UPGRADE || impl_->parser.upgrade;
-    return llhttp_get_error_pos(&impl_->parser) - bytes.data();
+    return llhttp_get_error_pos(&impl_->parser) - data;
   }
   if (impl_->body_too_large) {
     fail(413, "request body larger than " + std::to_string(limits_.max_body_bytes) + " bytes");

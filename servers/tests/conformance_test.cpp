@@ -375,7 +375,10 @@ TEST_P(Conformance, GarbageIs400ThenClose) {
   for (const char* garbage :
        {"HELLO\r\n\r\n", "GET / HTTP/9.9\r\n\r\n", "\x01\x02\x03\x04\r\n\r\n",
         "GET /plaintext HTTP/1.1\r\nBad Header\r\n\r\n",
-        "POST /echo HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"}) {
+        "POST /echo HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+        // a bare CR is no line end (llhttp left lenient took it for one: a smuggling shape)
+        "GET /plaintext HTTP/1.1\r\nHost:\r\r\r\r\nX: y\r\n\r\n",
+        "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\rx0\r\n\r\n"}) {
     Client c = connect();
     ASSERT_TRUE(c.send(garbage));
     auto r = c.read_response();

@@ -1,0 +1,722 @@
+// hostile_test.cpp -- every built model against clients that misbehave on purpose (issue 13,
+// "Reliability"): slow heads, pipelining without reading, resets in the middle of an answer or a
+// wait, a half-close after the request, and a server out of file descriptors.
+//
+// Everything runs on loopback and is bounded in time. Nothing asserts a speed: a time appears
+// only as a generous upper bound that a loaded 2-core machine cannot miss ("answered within 2 s
+// while 200 slow clients dribble"), as a lower bound the server's own deadline sets (a 408 not
+// before the header timeout), or as an ordering. Tests that read the server's memory, CPU time or
+// descriptors run cm-server as a child process and read /proc/<pid>; the others run the model in
+// process, as the conformance suite does, and read open_connections().
+//
+// The blocking model holds a worker per connection until the client leaves or the header timeout
+// ends a slow head (DESIGN.md, "The server contract"): where a test's hostile clients would take
+// every worker, it gets more workers than hostile clients, and one test shows the workers being
+// held on purpose.
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "cm/registry.hpp"
+#include "http_client.hpp"
+
+namespace cm::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (const auto& m : built_models())
+    names.emplace_back(m.name);
+  return names;
+}
+
+bool blocking_model(std::string_view model) { return model == "blocking"; }
+
+/// The head of a POST /echo whose body of `length` bytes is still to come.
+std::string post_head(std::size_t length) {
+  return "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(length) + "\r\n\r\n";
+}
+
+// --- the server's side, read from /proc ----------------------------------------------------------
+
+/// A field of /proc/<pid>/status in KiB ("VmRSS", "VmHWM"); -1 if unreadable.
+long status_kib(pid_t pid, std::string_view field) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(file, line)) {
+    if (line.starts_with(field) && line.size() > field.size() && line[field.size()] == ':') {
+      return std::stol(line.substr(field.size() + 1));
+    }
+  }
+  return -1;
+}
+
+/// utime + stime of every thread of a process, in clock ticks (/proc/<pid>/stat, fields 14, 15).
+long cpu_ticks(pid_t pid) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // after "pid (comm) "
+  std::string field;
+  long utime = 0, stime = 0;
+  for (int i = 3; fields >> field; ++i) {
+    if (i == 14) utime = std::stol(field);
+    if (i == 15) {
+      stime = std::stol(field);
+      break;
+    }
+  }
+  return utime + stime;
+}
+
+/// Descriptors a process holds.
+long open_fds(pid_t pid) {
+  long n = 0;
+  std::error_code ec;
+  for ([[maybe_unused]] const auto& entry :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec))
+    ++n;
+  return n;
+}
+
+/// A cm-server child process, stopped with SIGKILL on the way out whatever happened. Its stdout
+/// says the port; `max_fds` > 0 caps its descriptors (RLIMIT_NOFILE, soft and hard) before exec.
+class ServerProcess {
+ public:
+  ServerProcess(std::vector<std::string> args, rlim_t max_fds = 0) {
+    int out[2];
+    if (::pipe2(out, O_CLOEXEC) != 0) throw std::system_error(errno, std::generic_category());
+    args.insert(args.begin(), CM_SERVER_BINARY);
+    std::vector<char*> argv;
+    for (auto& a : args)
+      argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_ = ::fork();
+    if (pid_ == 0) {  // the child: only async-signal-safe calls until exec
+      ::dup2(out[1], 1);
+      if (max_fds > 0) {
+        const rlimit limit{max_fds, max_fds};
+        ::setrlimit(RLIMIT_NOFILE, &limit);
+      }
+      ::execv(CM_SERVER_BINARY, argv.data());
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    stdout_.reset(out[0]);
+    const std::string line = read_line();
+    std::smatch m;
+    if (std::regex_search(line, m, std::regex(R"(http://127\.0\.0\.1:(\d+)/)"))) {
+      port_ = static_cast<std::uint16_t>(std::stoi(m[1]));
+    }
+  }
+  ~ServerProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  /// The port it listens on; 0 if it did not start (read its stderr in the test's output).
+  std::uint16_t port() const { return port_; }
+  bool alive() const { return ::kill(pid_, 0) == 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0; }
+
+ private:
+  std::string read_line() {
+    std::string line;
+    char c;
+    for (;;) {
+      pollfd p{stdout_.get(), POLLIN, 0};
+      if (::poll(&p, 1, 10'000) <= 0 || ::read(stdout_.get(), &c, 1) != 1 || c == '\n') break;
+      line += c;
+    }
+    return line;
+  }
+
+  pid_t pid_ = -1;
+  Fd stdout_;
+  std::uint16_t port_ = 0;
+};
+
+// --- the client's side -------------------------------------------------------------------------
+
+/// Ends the connection with a reset, not a FIN: SO_LINGER with a zero timeout, then close.
+void reset(Client& c) {
+  const linger abort{1, 0};
+  ::setsockopt(c.fd(), SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+  c.close();
+}
+
+/// Sends as much of `bytes` as the connections take before `deadline`, round robin, without ever
+/// blocking and without reading a byte: a client that pipelines and never reads. Returns the
+/// bytes sent over all of them.
+std::size_t push_without_reading(std::vector<Client>& clients, std::string_view bytes,
+                                 std::size_t total, Clock::time_point deadline) {
+  std::vector<std::size_t> offset(clients.size(), 0);
+  std::size_t sent = 0;
+  while (sent < total && Clock::now() < deadline) {
+    std::vector<pollfd> fds;
+    for (auto& c : clients)
+      fds.push_back({c.fd(), POLLOUT, 0});
+    if (::poll(fds.data(), fds.size(), 50) <= 0) continue;
+    for (std::size_t i = 0; i < clients.size() && sent < total; ++i) {
+      if (!(fds[i].revents & POLLOUT)) continue;
+      const std::size_t at = offset[i] % bytes.size();
+      const ssize_t n = ::send(clients[i].fd(), bytes.data() + at, bytes.size() - at,
+                               MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n > 0) {
+        offset[i] += static_cast<std::size_t>(n);
+        sent += static_cast<std::size_t>(n);
+      }
+    }
+  }
+  return sent;
+}
+
+/// Which of `clients` have something to read (an answer, an EOF or a reset) by `deadline`.
+std::vector<bool> readable_by(std::vector<Client>& clients, Clock::time_point deadline) {
+  std::vector<bool> ready(clients.size(), false);
+  for (;;) {
+    std::vector<pollfd> fds;
+    std::vector<std::size_t> index;
+    for (std::size_t i = 0; i < clients.size(); ++i) {
+      if (ready[i] || clients[i].fd() < 0) continue;
+      if (clients[i].readable_now()) {
+        ready[i] = true;
+        continue;
+      }
+      fds.push_back({clients[i].fd(), POLLIN, 0});
+      index.push_back(i);
+    }
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (fds.empty() || left.count() <= 0) return ready;
+    if (::poll(fds.data(), fds.size(), static_cast<int>(left.count())) <= 0) return ready;
+    for (std::size_t k = 0; k < fds.size(); ++k)
+      if (fds[k].revents) ready[index[k]] = true;
+  }
+}
+
+/// Slowloris: clients that send a request head one byte every `every`, each from its connect on,
+/// on a thread of their own. A client stops sending (but stays open) as soon as something comes
+/// back, and the time it came is kept.
+class Dribblers {
+ public:
+  /// What each client sends: `start`, then `more` over and over (by default an endless head: a
+  /// request line, then one header line after another).
+  Dribblers(std::uint16_t port, int count,
+            std::string start = "GET /plaintext HTTP/1.1\r\nHost: x\r\n",
+            std::string more = "X-Slow: 1\r\n", std::chrono::milliseconds every = 100ms)
+      : start_(std::move(start)), more_(std::move(more)), every_(every) {
+    for (int i = 0; i < count; ++i) {
+      clients_.push_back(Client::connect(port));
+      connected_.push_back(Clock::now());
+    }
+    answered_.assign(clients_.size(), Clock::time_point{});
+    thread_ = std::thread([this] { run(); });
+  }
+  ~Dribblers() { stop(); }
+
+  /// Stops dribbling; from here on the test thread may read the clients.
+  void stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  /// Waits (bounded) until every client got something back; stops either way.
+  void wait_all_answered(Clock::time_point deadline) {
+    while (!all_answered_ && Clock::now() < deadline)
+      std::this_thread::sleep_for(10ms);
+    stop();
+  }
+  std::vector<Client>& clients() { return clients_; }
+  /// When client i first had something to read (the epoch if never), and when it connected.
+  Clock::time_point answered(std::size_t i) const { return answered_[i]; }
+  Clock::time_point connected(std::size_t i) const { return connected_[i]; }
+
+ private:
+  char byte_at(std::size_t k) const {
+    return k < start_.size() ? start_[k] : more_[(k - start_.size()) % more_.size()];
+  }
+
+  void run() {
+    std::vector<std::size_t> sent(clients_.size(), 0);
+    auto tick = Clock::now();
+    while (!stop_) {
+      bool all = true;
+      for (std::size_t i = 0; i < clients_.size(); ++i) {
+        if (answered_[i] != Clock::time_point{}) continue;
+        all = false;
+        const char c = byte_at(sent[i]++);
+        ::send(clients_[i].fd(), &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+      }
+      all_answered_ = all;
+      tick += every_;
+      // Until the next tick, watch for answers (a 408, an EOF, a reset).
+      while (!stop_ && Clock::now() < tick) {
+        std::vector<pollfd> fds;
+        std::vector<std::size_t> index;
+        for (std::size_t i = 0; i < clients_.size(); ++i) {
+          if (answered_[i] != Clock::time_point{}) continue;
+          fds.push_back({clients_[i].fd(), POLLIN, 0});
+          index.push_back(i);
+        }
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(tick - Clock::now());
+        if (fds.empty()) {
+          std::this_thread::sleep_for(left);
+          break;
+        }
+        if (::poll(fds.data(), fds.size(), static_cast<int>(std::max<long>(left.count(), 0))) <= 0)
+          continue;
+        const auto now = Clock::now();
+        for (std::size_t k = 0; k < fds.size(); ++k)
+          if (fds[k].revents) answered_[index[k]] = now;
+      }
+    }
+  }
+
+  const std::string start_, more_;
+  const std::chrono::milliseconds every_;
+  std::vector<Client> clients_;
+  std::vector<Clock::time_point> connected_, answered_;
+  std::atomic<bool> stop_{false}, all_answered_{false};
+  std::thread thread_;
+};
+
+// --- in-process servers ------------------------------------------------------------------------
+
+class Hostile : public ::testing::TestWithParam<std::string> {
+ protected:
+  void TearDown() override {
+    if (server_) server_->stop();
+  }
+
+  /// Starts the model on port 0 with `options`; the blocking model gets `blocking_workers`.
+  void start(ServerOptions options = {}, unsigned blocking_workers = 64) {
+    options.host = "127.0.0.1";
+    options.port = 0;
+    if (blocking_model(GetParam())) options.threads = blocking_workers;
+    server_ = make_server(GetParam(), options);
+    try {
+      server_->start();
+    } catch (const ModelUnavailable& e) {
+      server_.reset();
+      GTEST_SKIP() << GetParam() << " cannot run here: " << e.what();
+    }
+  }
+
+  Client connect() { return Client::connect(server_->port()); }
+
+  /// A fresh client's GET /plaintext is answered within `limit` (generous: an outage, not a
+  /// slowdown, is what fails it).
+  ::testing::AssertionResult answers_plaintext(std::chrono::milliseconds limit = 2s) {
+    Client c = connect();
+    if (!c.send(get_request("/plaintext"))) return ::testing::AssertionFailure() << "send failed";
+    auto r = c.read_response(limit);
+    if (!r) return ::testing::AssertionFailure() << "no answer within " << limit.count() << " ms";
+    if (r->status != 200 || r->body != "Hello, World!") {
+      return ::testing::AssertionFailure() << "answered " << r->status << " " << r->body;
+    }
+    return ::testing::AssertionSuccess();
+  }
+
+  /// Waits (bounded) until the server holds `n` connections or fewer; returns what it holds.
+  std::size_t connections_down_to(std::size_t n, std::chrono::seconds limit = 10s) {
+    const auto deadline = Clock::now() + limit;
+    while (server_->open_connections() > n && Clock::now() < deadline)
+      std::this_thread::sleep_for(10ms);
+    return server_->open_connections();
+  }
+
+  std::unique_ptr<Server> server_;
+};
+
+// --- slow heads ----------------------------------------------------------------------------------
+
+constexpr int slow_clients = 200;
+
+// Slowloris against a server whose header timeout is longer than the attack: 200 connections each
+// dribble a head, a byte every 100 ms, for 2 s. Meanwhile fresh clients are answered (the blocking
+// model has a worker for every slow client and some to spare: what it does with fewer is the
+// BlockingSlowHeads test below).
+TEST_P(Hostile, SlowHeadsDoNotStopOtherClients) {
+  ServerOptions options;
+  options.header_timeout = 10s;
+  start(options, slow_clients + 16);
+  if (!server_) return;
+  Dribblers slow(server_->port(), slow_clients);
+  const auto until = Clock::now() + 2s;
+  int probes = 0;
+  while (Clock::now() < until) {
+    EXPECT_TRUE(answers_plaintext())
+        << "a client was not served while heads dribbled, probe " << probes;
+    Client delay = connect();
+    ASSERT_TRUE(delay.send(get_request("/delay/100")));
+    auto r = delay.read_response(2s);
+    ASSERT_TRUE(r) << "/delay/100 not answered within 2 s while heads dribbled";
+    EXPECT_EQ(r->body, "100");
+    ++probes;
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_GE(probes, 3);
+  EXPECT_GE(server_->open_connections(), std::size_t{slow_clients}) << "slow clients were dropped";
+  slow.stop();
+  for (std::size_t i = 0; i < slow.clients().size(); ++i)
+    EXPECT_EQ(slow.answered(i), Clock::time_point{}) << "slow client " << i << " was answered";
+  slow.clients().clear();  // they leave
+  EXPECT_EQ(connections_down_to(0), 0u) << "connections of slow clients that left are still held";
+}
+
+// The same attack against a short header timeout: each slow client gets a 408 with
+// `Connection: close` when the timeout (counted from its accept) passes -- not before -- and then
+// the end of the connection; the server holds none of them afterwards.
+TEST_P(Hostile, SlowHeadsGet408AtTheHeaderTimeoutThenClose) {
+  ServerOptions options;
+  options.header_timeout = 500ms;
+  start(options, slow_clients + 16);
+  if (!server_) return;
+  Dribblers slow(server_->port(), slow_clients);
+  slow.wait_all_answered(Clock::now() + options.header_timeout + 10s);
+  for (std::size_t i = 0; i < slow.clients().size(); ++i) {
+    Client& c = slow.clients()[i];
+    ASSERT_NE(slow.answered(i), Clock::time_point{}) << "slow client " << i << " never cut off";
+    // Not before the deadline (libuv's millisecond clock may fire a timer a few ms early).
+    EXPECT_GE(slow.answered(i) - slow.connected(i), options.header_timeout * 9 / 10)
+        << "slow client " << i << " was cut before the header timeout";
+    auto r = c.read_response(2s);
+    ASSERT_TRUE(r) << "slow client " << i << ": the connection ended without a 408";
+    EXPECT_EQ(r->status, 408) << "slow client " << i;
+    EXPECT_EQ(r->header("Connection"), "close") << "slow client " << i;
+    EXPECT_TRUE(c.closed_by_peer(5s)) << "slow client " << i << ": not closed after its 408";
+  }
+  EXPECT_TRUE(answers_plaintext());
+  EXPECT_EQ(connections_down_to(0), 0u) << "cut-off slow clients are still held";
+}
+
+// A slow body is cut off the same way: the deadline runs from the previous response (or the
+// accept) until the whole request is in, so a head sent at once followed by a body dribbled a
+// byte every 100 ms gets its 408 at the same header timeout (R-U-Dead-Yet, slowhttptest -B).
+// The head itself is small and whole: the server has already routed it when the deadline comes.
+TEST_P(Hostile, SlowBodiesGet408AtTheHeaderTimeoutToo) {
+  ServerOptions options;
+  options.header_timeout = 500ms;
+  start(options, 100 + 16);
+  if (!server_) return;
+  Dribblers slow(server_->port(), 100, post_head(100'000), "b");
+  slow.wait_all_answered(Clock::now() + options.header_timeout + 10s);
+  for (std::size_t i = 0; i < slow.clients().size(); ++i) {
+    Client& c = slow.clients()[i];
+    ASSERT_NE(slow.answered(i), Clock::time_point{}) << "slow body " << i << " never cut off";
+    EXPECT_GE(slow.answered(i) - slow.connected(i), options.header_timeout * 9 / 10)
+        << "slow body " << i << " was cut before the header timeout";
+    auto r = c.read_response(2s);
+    ASSERT_TRUE(r) << "slow body " << i << ": the connection ended without a 408";
+    EXPECT_EQ(r->status, 408) << "slow body " << i;
+    EXPECT_TRUE(c.closed_by_peer(5s)) << "slow body " << i << ": not closed after its 408";
+  }
+  EXPECT_TRUE(answers_plaintext());
+  EXPECT_EQ(connections_down_to(0), 0u) << "cut-off slow bodies are still held";
+}
+
+// The blocking model's real exposure (DESIGN.md: a worker serves one connection until it ends):
+// as many slow heads as workers take every worker, and a new client waits in the listen backlog
+// until the header timeout frees one. It is then answered. An async model has no such bound.
+TEST(BlockingSlowHeads, HoldEveryWorkerUntilTheHeaderTimeoutFreesOne) {
+  const auto names = model_names();
+  if (std::find(names.begin(), names.end(), "blocking") == names.end()) {
+    GTEST_SKIP() << "the blocking model was not built";
+  }
+  ServerOptions options;
+  options.host = "127.0.0.1";
+  options.port = 0;
+  options.threads = 8;
+  options.header_timeout = 1000ms;
+  auto server = make_server("blocking", options);
+  server->start();
+  Dribblers slow(server->port(), 8);
+  std::this_thread::sleep_for(100ms);  // all eight are accepted, each by a worker
+  Client probe = Client::connect(server->port());
+  ASSERT_TRUE(probe.send(get_request("/plaintext")));
+  auto r = probe.read_response(options.header_timeout + 10s);
+  const auto probe_answered = Clock::now();
+  ASSERT_TRUE(r) << "the new client was never served";
+  EXPECT_EQ(r->status, 200);
+  slow.wait_all_answered(Clock::now() + 5s);
+  Clock::time_point first_cut = Clock::time_point::max();
+  for (std::size_t i = 0; i < slow.clients().size(); ++i) {
+    ASSERT_NE(slow.answered(i), Clock::time_point{});
+    first_cut = std::min(first_cut, slow.answered(i));
+  }
+  EXPECT_GT(probe_answered, first_cut)
+      << "the new client was answered before any slow client was cut off: a worker was free";
+  server->stop();
+}
+
+// --- pipelining without reading
+// --------------------------------------------------------------------
+
+// Clients that pipeline GETs and never read an answer. A server that went on reading and queued
+// the answers would grow without bound; each model reads at most a bounded amount ahead
+// (cm::max_held_bytes, or nothing while it answers) and then leaves the rest in the kernel's
+// socket buffers. Measured on a cm-server child: its peak RSS (VmHWM) after the clients pushed up
+// to 30 MB of requests stays within 16 MiB of its RSS before, and it serves others meanwhile.
+TEST_P(Hostile, PipeliningWithoutReadingKeepsMemoryBounded) {
+  const bool blocking = blocking_model(GetParam());
+  ServerProcess server({"--model", GetParam(), "--port", "0", "--threads", blocking ? "16" : "1",
+                        "--header-timeout", "60000"});
+  if (server.port() == 0) GTEST_SKIP() << GetParam() << " did not start here (see its stderr)";
+  for (int i = 0; i < 3; ++i)  // warm: the first connections allocate what every later one reuses
+    ASSERT_TRUE(get(server.port(), "/plaintext"));
+  std::this_thread::sleep_for(200ms);
+  const long rss_before = status_kib(server.pid(), "VmRSS");
+  const long fds_before = open_fds(server.pid());
+
+  std::vector<Client> greedy;
+  for (int i = 0; i < 8; ++i)
+    greedy.push_back(Client::connect(server.port()));
+  std::string requests;
+  for (int i = 0; i < 1000; ++i)
+    requests += get_request("/plaintext");
+  const std::size_t sent = push_without_reading(greedy, requests, 30u << 20, Clock::now() + 5s);
+  EXPECT_GT(sent, std::size_t{1} << 20) << "the clients could not even push 1 MiB";
+  EXPECT_TRUE(server.alive());
+  {
+    Client other = Client::connect(server.port());
+    ASSERT_TRUE(other.send(get_request("/plaintext")));
+    auto r = other.read_response(2s);
+    ASSERT_TRUE(r) << "another client was not served while 8 clients pipelined without reading";
+    EXPECT_EQ(r->body, "Hello, World!");
+  }
+  // One more push: whatever the server could still take, it has taken.
+  push_without_reading(greedy, requests, 30u << 20, Clock::now() + 1s);
+  const long peak = status_kib(server.pid(), "VmHWM");
+  const long rss_after = status_kib(server.pid(), "VmRSS");
+  RecordProperty("pushed_bytes", std::to_string(sent));
+  RecordProperty("rss_before_kib", std::to_string(rss_before));
+  RecordProperty("rss_peak_kib", std::to_string(peak));
+  EXPECT_LT(peak - rss_before, 16 * 1024)
+      << "pushed " << sent << " bytes; RSS " << rss_before << " KiB before, peak " << peak
+      << " KiB, now " << rss_after << " KiB";
+
+  greedy.clear();  // they leave, with answers unread: the server sees resets
+  const auto deadline = Clock::now() + 10s;
+  while (open_fds(server.pid()) > fds_before && Clock::now() < deadline)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(open_fds(server.pid()), fds_before) << "connections of clients that left still held";
+  EXPECT_TRUE(get(server.port(), "/plaintext"));
+}
+
+// DISABLED: a gap found by this suite, reported with issue 13 -- no model bounds how long writing
+// an answer may wait for a client that does not read it. The header timeout (the Session's
+// deadline) is armed only while a model waits for request bytes; a send that the client's full
+// window blocks waits for ever: in the blocking model the worker sits in send() (send_all in
+// blocking/src/connection.cpp), in the async models the connection's write stays pending. So a
+// client that pipelines and never reads keeps its connection open long past the header timeout,
+// and in the blocking model keeps a worker with it (with --threads 1 no other client is served
+// again) -- against docs/models/blocking.md, "Pitfalls", which says a slow client "cannot hold a
+// worker forever". Every model fails this today; enable it when a write deadline exists.
+TEST_P(Hostile, DISABLED_AClientThatNeverReadsIsLetGoAfterADeadline) {
+  ServerOptions options;
+  options.header_timeout = 500ms;
+  start(options, 1);  // the blocking model: its only worker
+  if (!server_) return;
+  std::vector<Client> greedy;
+  greedy.push_back(connect());
+  std::string requests;
+  for (int i = 0; i < 1000; ++i)
+    requests += get_request("/plaintext");
+  push_without_reading(greedy, requests, 30u << 20, Clock::now() + 2s);
+  // The answers it never reads fill its window; the server may not hold that for ever.
+  EXPECT_EQ(
+      connections_down_to(0, std::chrono::ceil<std::chrono::seconds>(options.header_timeout) + 5s),
+      0u)
+      << "a client that has read nothing for 5 s past the header timeout still holds its "
+         "connection";
+  EXPECT_TRUE(answers_plaintext(5s)) << "a client that never reads holds the server";
+}
+
+// --- resets ------------------------------------------------------------------------------------
+
+// Clients that pipeline large POST /echo requests (8 x 1 MiB each, more than every buffer between
+// them and the server holds), read nothing, and reset the connection while the server is still
+// writing an answer. The server goes on serving and lets every one of them go.
+TEST_P(Hostile, ResetInTheMiddleOfAnAnswerFreesTheConnection) {
+  start();
+  if (!server_) return;
+  std::vector<Client> clients;
+  for (int i = 0; i < 8; ++i) {
+    clients.push_back(connect());
+    const int small = 4096;  // a small window: the answer cannot all go into our buffer
+    ::setsockopt(clients.back().fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  }
+  const std::string echo = post_request("/echo", std::string(1 << 20, 'e'));
+  const std::size_t sent =
+      push_without_reading(clients, echo, 8 * 8 * echo.size(), Clock::now() + 2s);
+  RecordProperty("pushed_bytes", std::to_string(sent));
+  EXPECT_GT(sent, 8 * echo.size()) << "the server did not read even one request per client";
+  for (auto& c : clients)
+    reset(c);
+  EXPECT_TRUE(answers_plaintext()) << "no answer after resets in the middle of answers";
+  EXPECT_EQ(connections_down_to(0), 0u) << "reset connections are still held";
+  EXPECT_EQ(server_->requests_in_flight(), 0u);
+}
+
+// Clients that reset the connection while their request waits: a /delay on a timer, a /block in
+// the pool (or on a worker). The server answers others, and lets every one of them go.
+TEST_P(Hostile, ResetWhileTheRequestWaitsFreesTheConnection) {
+  start();
+  if (!server_) return;
+  {
+    std::vector<Client> leaving;
+    for (int i = 0; i < 30; ++i) {
+      leaving.push_back(connect());
+      ASSERT_TRUE(leaving.back().send(get_request(i % 3 == 2 ? "/block/500" : "/delay/500")));
+    }
+    const auto deadline = Clock::now() + 5s;  // every request is parsed and waiting
+    while (server_->requests_in_flight() < leaving.size() && Clock::now() < deadline)
+      std::this_thread::sleep_for(5ms);
+    EXPECT_EQ(server_->requests_in_flight(), leaving.size());
+    for (auto& c : leaving)
+      reset(c);
+  }
+  EXPECT_TRUE(answers_plaintext()) << "no answer after resets in the middle of waits";
+  EXPECT_EQ(connections_down_to(0), 0u) << "connections reset mid-wait are still held";
+  EXPECT_EQ(server_->requests_in_flight(), 0u);
+}
+
+// --- half-close ----------------------------------------------------------------------------------
+
+// A client may shut down its write side right after its request (shutdown(SHUT_WR), as `nc -N`
+// does): the end of its input is not the end of the conversation, and the answer -- after a
+// wait, and of every request pipelined before the half-close -- is still delivered, in order.
+TEST_P(Hostile, HalfCloseAfterTheRequestStillGetsTheAnswer) {
+  start();
+  if (!server_) return;
+  {
+    Client c = connect();
+    ASSERT_TRUE(c.send(get_request("/delay/200")));
+    c.shutdown_write();
+    auto r = c.read_response(5s);
+    ASSERT_TRUE(r) << "the answer was lost after the client's half-close";
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, "200");
+    EXPECT_TRUE(c.closed_by_peer()) << "the server must close once it has answered";
+  }
+  {
+    Client c = connect();
+    ASSERT_TRUE(c.send(get_request("/delay/200") + get_request("/block/50") +
+                       post_request("/echo", "last")));
+    c.shutdown_write();
+    for (const char* body : {"200", "50", "last"}) {
+      auto r = c.read_response(5s);
+      ASSERT_TRUE(r) << "answer " << body << " lost after the client's half-close";
+      EXPECT_EQ(r->body, body);
+    }
+    EXPECT_TRUE(c.closed_by_peer());
+  }
+  EXPECT_EQ(connections_down_to(0), 0u);
+}
+
+// --- out of descriptors
+// ----------------------------------------------------------------------------
+
+// cm-server under RLIMIT_NOFILE = 64, and 80 clients: more than it can hold. Accepting fails with
+// EMFILE; the server must neither spin on the failing accept (its CPU time over 2 s of exhaustion
+// stays under 5% of one CPU: a busy loop takes a whole one, or its share of a loaded machine) nor
+// stop serving the connections it holds. A connection it could not take is left in the listen
+// backlog or closed at once (libuv's spare-descriptor trick), never accepted and left
+// unanswered; when the held clients leave, the server accepts again.
+TEST_P(Hostile, OutOfDescriptorsNeitherSpinsNorStopsServing) {
+  // The blocking model's 64 workers hold no descriptor of their own; a loop holds a few.
+  const bool blocking = blocking_model(GetParam());
+  ServerProcess server({"--model", GetParam(), "--port", "0", "--threads", blocking ? "64" : "1",
+                        "--header-timeout", "60000"},
+                       /*max_fds=*/64);
+  if (server.port() == 0) GTEST_SKIP() << GetParam() << " did not start here (see its stderr)";
+  std::vector<Client> clients;
+  for (int i = 0; i < 80; ++i) {
+    clients.push_back(Client::connect(server.port()));  // the kernel completes it: backlog
+    ASSERT_TRUE(clients.back().send(get_request("/plaintext")));
+  }
+  const std::vector<bool> ready = readable_by(clients, Clock::now() + 3s);
+  std::vector<std::size_t> held, pending;
+  std::size_t shut_out = 0;
+  for (std::size_t i = 0; i < clients.size(); ++i) {
+    if (!ready[i]) {
+      pending.push_back(i);
+      continue;
+    }
+    auto r = clients[i].read_response(2s);
+    if (r && r->status == 200) {
+      held.push_back(i);
+    } else {
+      ++shut_out;  // closed without an answer: the spare-descriptor trick
+      clients[i].close();
+    }
+  }
+  RecordProperty("held", std::to_string(held.size()));
+  RecordProperty("pending", std::to_string(pending.size()));
+  RecordProperty("shut_out", std::to_string(shut_out));
+  ASSERT_GE(held.size(), 32u) << "the server held too few connections to be tested";
+  ASSERT_LT(held.size(), clients.size()) << "64 descriptors held 80 connections?";
+  EXPECT_EQ(held.size() + pending.size() + shut_out, clients.size());
+
+  // Exhausted: accepting fails (or would) for every pending client. Is the server spinning?
+  const long before = cpu_ticks(server.pid());
+  std::this_thread::sleep_for(2s);
+  const long ticks = cpu_ticks(server.pid()) - before;
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  EXPECT_LT(ticks, hz / 10) << ticks << " ticks of CPU in 2 s of exhaustion: a busy loop";
+  EXPECT_TRUE(server.alive());
+
+  // The connections it holds are served.
+  for (std::size_t i : held)
+    ASSERT_TRUE(clients[i].send(get_request("/delay/1")));
+  for (std::size_t i : held) {
+    auto r = clients[i].read_response(2s);
+    ASSERT_TRUE(r) << "a held connection was not served while the server was out of descriptors";
+    EXPECT_EQ(r->body, "1");
+  }
+
+  // The held clients leave: the server accepts again. A pending client is now answered or was
+  // closed (never silently kept), and a new client is answered.
+  for (std::size_t i : held)
+    clients[i].close();
+  const std::vector<bool> now_ready = readable_by(clients, Clock::now() + 5s);
+  for (std::size_t i : pending) {
+    ASSERT_TRUE(now_ready[i]) << "a client left in the backlog was never taken after fds freed";
+    auto r = clients[i].read_response(2s);
+    if (r) {
+      EXPECT_EQ(r->status, 200);
+    }
+  }
+  Client fresh = Client::connect(server.port());
+  ASSERT_TRUE(fresh.send(get_request("/plaintext")));
+  auto r = fresh.read_response(5s);
+  ASSERT_TRUE(r) << "no new connection was accepted after the held ones closed";
+  EXPECT_EQ(r->status, 200);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Hostile, ::testing::ValuesIn(model_names()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace cm::test
