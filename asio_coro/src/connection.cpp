@@ -5,15 +5,16 @@
 // nothing but suspended coroutine frames (serve_connection's holds the Session) and a timer queued
 // in the io_context: no thread is held (the connection ceiling, connections / delay).
 //
-// Errors are values: every operation completes with `as_tuple(use_awaitable)`, so a client that
-// leaves shows up as an error_code that ends this coroutine only, never as an exception.
+// Errors are values: every operation completes with `as_tuple(deferred)`, awaited in this frame, so
+// a client that leaves is an error_code that ends this coroutine only, never an exception.
 
 #include "connection.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -28,35 +29,25 @@
 namespace cm::asio_coro {
 namespace {
 
-using asio::awaitable;
-using asio::use_awaitable;
-using asio::experimental::awaitable_operators::operator||;
 using boost::system::error_code;
-constexpr auto as_value = asio::as_tuple(use_awaitable);  // errors as values, not exceptions
+constexpr auto as_value = asio::as_tuple(asio::deferred);  // errors as values, not exceptions
+constexpr asio::use_awaitable_t<Executor> use_awaitable;   // resumes a coroutine on its loop
 
 /// Reads some bytes and hands them to `session` (if any), or gives up when the connection's
 /// timer expires (error::timed_out). Returns the error and the count of bytes read.
 awaitable<std::tuple<error_code, std::size_t>> receive(Connection& c, Session* session) {
-  // NOTE: the buffer lives in this coroutine's frame, so only for as long as a read is pending:
-  // a connection waiting on a timer does not hold it (docs/models/asio_coro.md, "What a waiting
-  // request costs"). `||` completes only after the losing operation was cancelled and finished,
-  // so no read into `buffer` outlives the frame.
+  // NOTE: the buffer is in this frame, held only while a read is pending; the group completes
+  // only once the loser was cancelled and finished, so no read into it outlives the frame.
   std::array<char, read_buffer_bytes> buffer;
-  auto first = co_await (c.socket.async_read_some(asio::buffer(buffer), as_value) ||
-                         c.timer.async_wait(as_value));
-  if (first.index() == 1) {
-    const auto [ec] = std::get<1>(first);  // operation_aborted: stop() cancelled the timer
-    co_return std::tuple{ec ? ec : asio::error::timed_out, std::size_t{0}};
-  }
-  const auto [ec, n] = std::get<0>(first);
+  const auto [order, ec, n, timer_ec] =
+      co_await asio::experimental::make_parallel_group(
+          c.socket.async_read_some(asio::buffer(buffer), asio::deferred),
+          c.timer.async_wait(asio::deferred))
+          .async_wait(asio::experimental::wait_for_one(), asio::deferred);
+  if (order[0] == 1)  // the timer first; operation_aborted: stop() cancelled it
+    co_return std::tuple{timer_ec ? timer_ec : asio::error::timed_out, std::size_t{0}};
   if (!ec && session) session->received({buffer.data(), n});
   co_return std::tuple{ec, n};
-}
-
-/// Writes all of `out`; false if the client is gone.
-awaitable<bool> send(Connection& c, const std::string& out) {
-  const auto [ec, n] = co_await asio::async_write(c.socket, asio::buffer(out), as_value);
-  co_return !ec;
 }
 
 /// Lingering close (cm::Linger): shut down our side, then discard what the client still sends.
@@ -71,6 +62,24 @@ awaitable<void> linger_close(Connection& c) {
   }
 }
 
+/// Writes the reply to the plan just executed; false if the connection ends with it (the client
+/// left, or the reply closes it: after a lingering close). Its bytes live only while written.
+awaitable<bool> respond(Connection& c, Session& session, const Reply& reply) {
+  std::string out;
+  session.write_reply(reply, out, Moment::now());
+  const auto [ec, n] = co_await asio::async_write(c.socket, asio::buffer(out), as_value);
+  if (!ec && !session.keep_alive()) co_await linger_close(c);
+  co_return !ec && session.keep_alive();  // a client gone (ec) ends this connection only
+}
+
+/// The header deadline passed: a 408 if part of a request came (then a lingering close).
+awaitable<void> expire(Connection& c, Session& session) {
+  std::string out;
+  if (!session.expire(out, Moment::now())) co_return;
+  const auto [ec, n] = co_await asio::async_write(c.socket, asio::buffer(out), as_value);
+  if (!ec) co_await linger_close(c);
+}
+
 // [wait-asio_coro]
 /// A steady_timer in this request's coroutine: the loop serves others meanwhile.
 awaitable<Outcome> wait(const Wait& step, Connection& c) {
@@ -80,8 +89,11 @@ awaitable<Outcome> wait(const Wait& step, Connection& c) {
 }
 // [wait-asio_coro]
 
-/// The step's work on whatever thread this coroutine runs on.
-awaitable<Outcome> here(const Plan& plan, Sleeper& sleeper) { co_return perform(plan, sleeper); }
+/// The step's work on the thread this coroutine runs on: its loop's, or the pool's (E, its type).
+template <typename E = Executor>
+asio::awaitable<Outcome, E> here(const Plan& plan, Sleeper& s) {
+  co_return perform(plan, s);
+}
 
 // [offload-asio_coro]
 /// The step's work on the asio::thread_pool; co_spawn completes `use_awaitable` back on this
@@ -90,7 +102,8 @@ awaitable<Outcome> on_pool(const Plan& plan, Loop& loop) {
   const auto ticket = loop.state.admission.enter();
   if (!ticket) co_return Outcome::refused;
   // NOTE: `plan` lives in serve_connection's frame, suspended here until the pool is done with it.
-  co_return co_await asio::co_spawn(loop.pool, here(plan, loop.state.sleeper), use_awaitable);
+  co_return co_await asio::co_spawn(
+      loop.pool, here<asio::thread_pool::executor_type>(plan, loop.state.sleeper), use_awaitable);
 }
 // [offload-asio_coro]
 
@@ -98,7 +111,7 @@ awaitable<Outcome> on_pool(const Plan& plan, Loop& loop) {
 /// coroutine waits on a timer that never expires, used as a one-shot event: the posted handler
 /// records the outcome and cancels it.
 awaitable<Outcome> on_new_thread(const Plan& plan, Loop& loop) {
-  asio::steady_timer finished(loop.io, asio::steady_timer::time_point::max());
+  Timer finished(loop.io.get_executor(), Timer::time_point::max());
   std::optional<Outcome> outcome;
   // NOTE: the thread refers to this frame through the handler it posts, and the frame cannot end
   // before that handler ran: it waits for `outcome`. stop() does not cancel `finished` (close()
@@ -129,20 +142,12 @@ awaitable<Outcome> execute(const Plan& plan, Connection& c, Loop& loop) {
   return here(plan, loop.state.sleeper);
 }
 
-/// Registers a connection with its loop (for stop) and counts it, for as long as it lives.
+/// Counts a connection as open for as long as it lives.
 struct Held {
-  Held(Connection& c, Loop& loop) : c_(c), loop_(loop) {
-    loop_.connections.insert(&c_);
-    ++loop_.state.open;
-  }
-  ~Held() {
-    loop_.connections.erase(&c_);
-    --loop_.state.open;
-  }
+  explicit Held(std::atomic<std::size_t>& open) : open_(open) { ++open_; }
+  ~Held() { --open_; }
   Held(const Held&) = delete;
-  Held& operator=(const Held&) = delete;
-  Connection& c_;
-  Loop& loop_;
+  std::atomic<std::size_t>& open_;
 };
 
 }  // namespace
@@ -151,20 +156,20 @@ void Loop::close_all() {
   stopping = true;
   error_code ignored;
   acceptor.close(ignored);
-  for (Connection* c : connections)
-    c->close();
+  for (Connection& c : connections)
+    c.close();
 }
 
 void Loop::drain() {
   error_code ignored;
   acceptor.close(ignored);
-  for (Connection* c : connections) {
-    if (c->awaiting_request) c->timer.cancel();  // receive() ends: the deadline came early
+  for (Connection& c : connections) {
+    if (c.awaiting_request) c.timer.cancel();  // receive() ends: the deadline came early
   }
 }
 
 awaitable<void> accept_loop(Loop& loop) {
-  asio::steady_timer backoff(loop.io);
+  Timer backoff(loop.io.get_executor());
   error_code ignored;
   loop.acceptor.non_blocking(true, ignored);  // so that the draining accept() says would_block
   for (;;) {
@@ -175,37 +180,30 @@ awaitable<void> accept_loop(Loop& loop) {
       co_await backoff.async_wait(as_value);
       continue;
     }
-    asio::co_spawn(loop.io, serve_connection(std::move(socket), loop), asio::detached);
+    asio::co_spawn(loop.io, serve_connection(Connection(std::move(socket)), loop), asio::detached);
     // Then what the backlog holds, up to cm::accepts_per_turn, without waiting for readiness.
     for (int i = 1; i < accepts_per_turn; ++i) {
-      tcp::socket more = loop.acceptor.accept(ec);
+      Socket more = loop.acceptor.accept(ec);
       if (ec) break;  // would_block: the backlog is empty (an error: the next async_accept)
-      asio::co_spawn(loop.io, serve_connection(std::move(more), loop), asio::detached);
+      asio::co_spawn(loop.io, serve_connection(Connection(std::move(more)), loop), asio::detached);
     }
   }
 }
 
-awaitable<void> serve_connection(tcp::socket socket, Loop& loop) {
-  // NOTE: the socket was moved into this frame (a coroutine copies its parameters); `loop` is a
+awaitable<void> serve_connection(Connection c, Loop& loop) {
+  // NOTE: the connection was moved into this frame (a coroutine copies its parameters); `loop` is a
   // reference, valid because stop() joins every loop before it is destroyed.
-  Connection c(std::move(socket));
-  Held held(c, loop);
+  loop.connections.push_back(c);  // for stop() and drain(); ~Connection unlinks it (auto_unlink)
+  Held held(loop.state.open);
   if (loop.stopping) co_return;  // accepted just before stop(): close at once
   set_nodelay(c.socket.native_handle());
 
   Session session = loop.state.session(Moment::now());
-  std::string out;
   for (;;) {
     while (auto plan = session.next()) {
       const Outcome outcome = co_await execute(*plan, c, loop);
       if (outcome == Outcome::stopped || loop.stopping) co_return;
-      out.clear();
-      session.write_reply(reply_for(*plan, outcome), out, Moment::now());
-      if (!co_await send(c, out)) co_return;  // the client is gone: that ends this one only
-      if (!session.keep_alive()) {
-        co_await linger_close(c);
-        co_return;
-      }
+      if (!co_await respond(c, session, reply_for(*plan, outcome))) co_return;
     }
 
     // More bytes are needed; wait for them, but not past the header deadline, nor a drain.
@@ -217,11 +215,7 @@ awaitable<void> serve_connection(tcp::socket socket, Loop& loop) {
     if (ec == asio::error::operation_aborted && loop.state.draining() && !loop.stopping) {
       ec = asio::error::timed_out;  // drain() cut the wait short: as if the deadline had passed
     }
-    if (ec == asio::error::timed_out) {
-      out.clear();
-      if (session.expire(out, Moment::now()) && co_await send(c, out)) co_await linger_close(c);
-      co_return;
-    }
+    if (ec == asio::error::timed_out) co_await expire(c, session);
     if (ec) co_return;  // closed by the client, reset, or stopping
   }
 }

@@ -7,27 +7,34 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
-
-#include <unordered_set>
+#include <boost/intrusive/list.hpp>
 
 #include "cm/server_state.hpp"
 
 namespace cm::asio_coro {
 
 namespace asio = boost::asio;
+namespace bi = boost::intrusive;
 using asio::ip::tcp;
 
-/// The I/O objects of one connection; it lives in its coroutine's frame.
-struct Connection {
-  explicit Connection(tcp::socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
+/// The loop's own executor type: Asio's default, any_io_executor, would cost ~380 B a request.
+using Executor = asio::io_context::executor_type;
+template <typename T>
+using awaitable = asio::awaitable<T, Executor>;  ///< a coroutine that runs on a loop
+using Socket = tcp::socket::rebind_executor<Executor>::other;
+using Timer = asio::steady_timer::rebind_executor<Executor>::other;
+
+/// The I/O objects of one connection, in its coroutine's frame; its hook lists it in its loop.
+struct Connection : bi::list_base_hook<bi::link_mode<bi::auto_unlink>> {
+  explicit Connection(Socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
   /// Cancels whatever the coroutine awaits; it then sees an error and returns.
   void close() {
     boost::system::error_code ignored;
     socket.close(ignored);
     timer.cancel();
   }
-  tcp::socket socket;             ///< the client
-  asio::steady_timer timer;       ///< header deadline, Wait, lingering close: one at a time
+  Socket socket;                  ///< the client
+  Timer timer;                    ///< header deadline, Wait, lingering close: one at a time
   bool awaiting_request = false;  ///< in receive() for a request: drain() may cut it short
 };
 
@@ -36,11 +43,11 @@ struct Connection {
 struct Loop {
   Loop(ServerState& server_state, asio::thread_pool& offload_pool)
       : state(server_state), pool(offload_pool) {}
-  ServerState& state;          ///< what every loop of the server shares
-  asio::thread_pool& pool;     ///< where the pool venue runs, shared by every loop
-  asio::io_context io{1};      ///< concurrency hint: one thread runs it
-  tcp::acceptor acceptor{io};  ///< adopts one SO_REUSEPORT socket of cm::open_listeners
-  std::unordered_set<Connection*> connections;  ///< held now, so stop can close them
+  ServerState& state;       ///< what every loop of the server shares
+  asio::thread_pool& pool;  ///< where the pool venue runs, shared by every loop
+  asio::io_context io{1};   ///< concurrency hint: one thread runs it
+  tcp::acceptor::rebind_executor<Executor>::other acceptor{io};     ///< an open_listeners socket
+  bi::list<Connection, bi::constant_time_size<false>> connections;  ///< held now, for stop()
   bool stopping = false;  ///< set by close_all(); a late connection closes at once
   /// Stops accepting and closes every connection; runs on the loop's thread.
   void close_all();
@@ -49,10 +56,10 @@ struct Loop {
 };
 
 /// Accepts on `loop` until its acceptor is closed, one serve_connection coroutine per client.
-asio::awaitable<void> accept_loop(Loop& loop);
+awaitable<void> accept_loop(Loop& loop);
 
 /// Serves one client until it closes, a reply ends the connection, the header timeout passes or
 /// the server stops.
-asio::awaitable<void> serve_connection(tcp::socket socket, Loop& loop);
+awaitable<void> serve_connection(Connection c, Loop& loop);
 
 }  // namespace cm::asio_coro
