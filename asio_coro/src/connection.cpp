@@ -5,8 +5,7 @@
 // nothing but suspended coroutine frames (serve_connection's holds the Session) and a timer queued
 // in the io_context: no thread is held (the connection ceiling, connections / delay).
 //
-// Errors are values: every operation completes with `as_tuple(deferred)`, awaited in this frame, so
-// a client that leaves is an error_code that ends this coroutine only, never an exception.
+// Errors are values (`as_tuple`): a client that leaves ends its own coroutine, never the loop.
 
 #include "connection.hpp"
 
@@ -14,7 +13,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -28,7 +26,6 @@
 
 namespace cm::asio_coro {
 namespace {
-
 using boost::system::error_code;
 constexpr auto as_value = asio::as_tuple(asio::deferred);  // errors as values, not exceptions
 constexpr asio::use_awaitable_t<Executor> use_awaitable;   // resumes a coroutine on its loop
@@ -36,16 +33,16 @@ constexpr asio::use_awaitable_t<Executor> use_awaitable;   // resumes a coroutin
 /// Reads some bytes and hands them to `session` (if any), or gives up when the connection's
 /// timer expires (error::timed_out). Returns the error and the count of bytes read.
 awaitable<std::tuple<error_code, std::size_t>> receive(Connection& c, Session* session) {
-  // NOTE: the buffer is in this frame, held only while a read is pending; the group completes
-  // only once the loser was cancelled and finished, so no read into it outlives the frame.
+  // NOTE: the buffer is in this frame, held only while the read is pending. No parallel group races
+  // the timer (Boost 1.81's frees a handler it still uses: Asio issues 1332, 1400, 1630).
   std::array<char, read_buffer_bytes> buffer;
-  const auto [order, ec, n, timer_ec] =
-      co_await asio::experimental::make_parallel_group(
-          c.socket.async_read_some(asio::buffer(buffer), asio::deferred),
-          c.timer.async_wait(asio::deferred))
-          .async_wait(asio::experimental::wait_for_one(), asio::deferred);
-  if (order[0] == 1)  // the timer first; operation_aborted: stop() cancelled it
-    co_return std::tuple{timer_ec ? timer_ec : asio::error::timed_out, std::size_t{0}};
+  Deadline& armed = (*c.deadline = Deadline{&c.socket, c.deadline->read + 1, false});
+  c.timer.async_wait([d = c.deadline, read = armed.read](error_code ec) {
+    if (!ec && d->read == read) d->passed = true, d->socket->cancel(ec);
+  });
+  auto [ec, n] = co_await c.socket.async_read_some(asio::buffer(buffer), as_value);
+  ++armed.read;  // from here on an expiry cancels nothing; the timer's next use resets it
+  if (ec == asio::error::operation_aborted && armed.passed) ec = asio::error::timed_out;
   if (!ec && session) session->received({buffer.data(), n});
   co_return std::tuple{ec, n};
 }
@@ -164,7 +161,7 @@ void Loop::drain() {
   error_code ignored;
   acceptor.close(ignored);
   for (Connection& c : connections) {
-    if (c.awaiting_request) c.timer.cancel();  // receive() ends: the deadline came early
+    if (c.awaiting_request) c.socket.cancel(ignored);  // receive() ends: as at the deadline
   }
 }
 

@@ -8,6 +8,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/intrusive/list.hpp>
+#include <memory>
 
 #include "cm/server_state.hpp"
 
@@ -24,6 +25,9 @@ using awaitable = asio::awaitable<T, Executor>;  ///< a coroutine that runs on a
 using Socket = tcp::socket::rebind_executor<Executor>::other;
 using Timer = asio::steady_timer::rebind_executor<Executor>::other;
 
+/// Shared with the timer's handler, which may run late: it cancels the read numbered `read` only.
+struct Deadline { Socket* socket = nullptr; unsigned read = 0; bool passed = false; };
+
 /// The I/O objects of one connection, in its coroutine's frame; its hook lists it in its loop.
 struct Connection : bi::list_base_hook<bi::link_mode<bi::auto_unlink>> {
   explicit Connection(Socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
@@ -35,6 +39,7 @@ struct Connection : bi::list_base_hook<bi::link_mode<bi::auto_unlink>> {
   }
   Socket socket;                  ///< the client
   Timer timer;                    ///< header deadline, Wait, lingering close: one at a time
+  std::shared_ptr<Deadline> deadline = std::make_shared<Deadline>();  ///< for receive()
   bool awaiting_request = false;  ///< in receive() for a request: drain() may cut it short
 };
 
