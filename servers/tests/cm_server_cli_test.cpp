@@ -16,6 +16,7 @@
 #include "cm/net.hpp"
 #include "cm/registry.hpp"
 #include "http_client.hpp"
+#include "models.hpp"
 
 extern char** environ;
 
@@ -127,13 +128,6 @@ bool refused(std::uint16_t port) {
   } catch (const std::system_error&) {
     return true;
   }
-}
-
-std::vector<std::string> model_names() {
-  std::vector<std::string> names;
-  for (const auto& m : built_models())
-    names.emplace_back(m.name);
-  return names;
 }
 
 class Drain : public ::testing::TestWithParam<std::tuple<std::string, int>> {

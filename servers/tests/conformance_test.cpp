@@ -21,18 +21,12 @@
 
 #include "cm/registry.hpp"
 #include "http_client.hpp"
+#include "models.hpp"
 
 namespace cm::test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::vector<std::string> model_names() {
-  std::vector<std::string> names;
-  for (const auto& m : built_models())
-    names.emplace_back(m.name);
-  return names;
-}
 
 class Conformance : public ::testing::TestWithParam<std::string> {
  protected:

@@ -34,18 +34,12 @@
 
 #include "cm/registry.hpp"
 #include "http_client.hpp"
+#include "models.hpp"
 
 namespace cm::test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::vector<std::string> model_names() {
-  std::vector<std::string> names;
-  for (const auto& m : built_models())
-    names.emplace_back(m.name);
-  return names;
-}
 
 bool blocking_model(std::string_view model) { return model == "blocking"; }
 
