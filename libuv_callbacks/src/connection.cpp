@@ -129,7 +129,7 @@ bool Connection::queue_work() {
   };
   auto done = [](uv_work_t* w, int status) {  // back on the loop; UV_ECANCELED: stop() came
     of(w)->ticket_.reset();
-    of(w)->resume(status == 0 ? of(w)->outcome_ : Outcome::stopped);
+    of(w)->resume(status == 0 ? of(w)->outcome_.load() : Outcome::stopped);
   };
   uv_queue_work(&loop_.uv, &work_, work, done);  // fails only for a null callback
   return false;
@@ -141,8 +141,7 @@ bool Connection::start_thread() {
     back_.data = this;
     ++handles_open_;
   }
-  // NOTE: the thread reads plan_, writes outcome_, then uv_async_send()s; close() waits while
-  // away_.
+  // NOTE: the thread reads plan_, stores outcome_, uv_async_send()s; close() waits while away_.
   away_ = Away::thread;
   auto post_back = [this](Outcome o) { outcome_ = o, uv_async_send(&back_); };
   if (loop_.state.call_threads.start(plan_, loop_.state.sleeper, post_back)) return false;

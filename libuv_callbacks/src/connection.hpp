@@ -5,6 +5,7 @@
 
 #include <uv.h>
 
+#include <atomic>
 #include <optional>
 #include <string>
 
@@ -76,7 +77,7 @@ class Connection {
   std::optional<Linger> linger_;  ///< set once a closing reply was written
   Admission::Ticket ticket_;      ///< the pool slot of a step in the pool
   std::chrono::steady_clock::time_point wait_until_;  ///< when the Wait may be answered
-  Outcome outcome_ = Outcome::done;  ///< written by the pool or a call thread, read after
+  std::atomic<Outcome> outcome_{Outcome::done};  ///< set off the loop; uv_async_send orders nothing
   int handles_open_ = 2;             ///< tcp_, timer_ (and back_): freed when all are closed
   enum class Away : char { no, pool, thread } away_ = Away::no;  ///< where the step runs
   bool serving_ = false;      ///< a request is being answered: new input waits in the Session
