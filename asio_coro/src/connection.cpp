@@ -34,7 +34,7 @@ constexpr asio::use_awaitable_t<Executor> use_awaitable;   // resumes a coroutin
 /// timer expires (error::timed_out). Returns the error and the count of bytes read.
 awaitable<std::tuple<error_code, std::size_t>> receive(Connection& c, Session* session) {
   // NOTE: the buffer is in this frame, held only while the read is pending. No parallel group races
-  // the timer (Boost 1.81's frees a handler it still uses: Asio issues 1332, 1400, 1630).
+  // the timer: it made the loop answer late (docs/models/asio_coro.md, "the deadline").
   std::array<char, read_buffer_bytes> buffer;
   Deadline& armed = (*c.deadline = Deadline{&c.socket, c.deadline->read + 1, false});
   c.timer.async_wait([d = c.deadline, read = armed.read](error_code ec) {
