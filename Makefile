@@ -13,6 +13,9 @@
 
 PRESET ?= release
 JOBS ?= $(shell nproc)
+# Tests mostly wait (on timers, sockets, a server's header timeout), so ctest runs three per CPU;
+# the few that push load declare PROCESSORS 2 in their CMakeLists and take two slots.
+TEST_JOBS ?= $(shell echo $$(( $$(nproc) * 3 )))
 FUZZ_SECONDS ?= 60
 # The fuzzer's working corpus: the committed seeds are copied in, new inputs land here, never in
 # common/fuzz/corpus. A crash is saved in $(FUZZ_WORK)/artifacts/ and fails the target.
@@ -31,7 +34,7 @@ build: deps
 	@if [ "$(PRESET)" = release ]; then ln -sfn release/bin build/bin; fi
 
 test: build
-	ctest --preset $(PRESET) -j $(JOBS)
+	ctest --preset $(PRESET) -j $(TEST_JOBS)
 
 asan-test:
 	$(MAKE) test PRESET=asan
