@@ -3,9 +3,8 @@
 // Every `co_await` below suspends this connection's coroutine and hands its thread back to the
 // io_context, which goes on with the other connections of the loop. A waiting request is therefore
 // nothing but suspended coroutine frames (serve_connection's holds the Session) and a timer queued
-// in the io_context: no thread is held (the connection ceiling, connections / delay).
-//
-// Errors are values (`as_tuple`): a client that leaves ends its own coroutine, never the loop.
+// in the io_context: no thread is held (the connection ceiling, connections / delay). Errors are
+// values (`as_tuple`): a client that leaves ends its own coroutine, never the loop.
 
 #include "connection.hpp"
 
@@ -30,17 +29,30 @@ using boost::system::error_code;
 constexpr auto as_value = asio::as_tuple(asio::deferred);  // errors as values, not exceptions
 constexpr asio::use_awaitable_t<Executor> use_awaitable;   // resumes a coroutine on its loop
 
-/// Reads some bytes and hands them to `session` (if any), or gives up when the connection's
-/// timer expires (error::timed_out). Returns the error and the count of bytes read.
+/// Reads some bytes into `session` (if any), or gives up at the connection's timer (timed_out).
+/// No parallel group races the timer: it made the loop answer late (docs/models/asio_coro.md).
 awaitable<std::tuple<error_code, std::size_t>> receive(Connection& c, Session* session) {
-  // NOTE: the buffer is in this frame, held only while the read is pending. No parallel group races
-  // the timer: it made the loop answer late (docs/models/asio_coro.md, "the deadline").
-  std::array<char, read_buffer_bytes> buffer;
   Deadline& armed = (*c.deadline = Deadline{&c.socket, c.deadline->read + 1, false});
   c.timer.async_wait([d = c.deadline, read = armed.read](error_code ec) {
     if (!ec && d->read == read) d->passed = true, d->socket->cancel(ec);
   });
+  // [read-asio_coro]
+#if defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
+  // Completion (io_uring): the kernel fills the buffer when bytes come: lent for the whole wait.
+  std::array<char, read_buffer_bytes> buffer;
   auto [ec, n] = co_await c.socket.async_read_some(asio::buffer(buffer), as_value);
+#else
+  // Readiness (epoll): wait with no buffer, then read into the loop thread's one buffer.
+  static thread_local std::array<char, read_buffer_bytes> buffer;  // copied before any co_await
+  if (!c.socket.non_blocking()) c.socket.non_blocking(true);  // read_some: would_block, no wait
+  error_code ec;
+  std::size_t n = c.socket.read_some(asio::buffer(buffer), ec);
+  while (ec == asio::error::would_block) {  // nothing yet, or a stale wake-up: wait for bytes
+    std::tie(ec) = co_await c.socket.async_wait(tcp::socket::wait_read, as_value);
+    if (!ec) n = c.socket.read_some(asio::buffer(buffer), ec);
+  }
+#endif
+  // [read-asio_coro]
   ++armed.read;  // from here on an expiry cancels nothing; the timer's next use resets it
   if (ec == asio::error::operation_aborted && armed.passed) ec = asio::error::timed_out;
   if (!ec && session) session->received({buffer.data(), n});
@@ -114,10 +126,7 @@ awaitable<Outcome> on_new_thread(const Plan& plan, Loop& loop) {
   // before that handler ran: it waits for `outcome`. stop() does not cancel `finished` (close()
   // knows only c.timer), so the pending wait keeps the loop's run() going until the post.
   const bool started = loop.state.call_threads.start(plan, loop.state.sleeper, [&](Outcome o) {
-    asio::post(loop.io, [&, o] {
-      outcome = o;
-      finished.cancel();
-    });
+    asio::post(loop.io, [&, o] { outcome = o, finished.cancel(); });
   });
   if (!started) co_return Outcome::refused;
   while (!outcome)
@@ -160,9 +169,8 @@ void Loop::close_all() {
 void Loop::drain() {
   error_code ignored;
   acceptor.close(ignored);
-  for (Connection& c : connections) {
+  for (Connection& c : connections)
     if (c.awaiting_request) c.socket.cancel(ignored);  // receive() ends: as at the deadline
-  }
 }
 
 awaitable<void> accept_loop(Loop& loop) {
@@ -194,7 +202,6 @@ awaitable<void> serve_connection(Connection c, Loop& loop) {
   Held held(loop.state.open);
   if (loop.stopping) co_return;  // accepted just before stop(): close at once
   set_nodelay(c.socket.native_handle());
-
   Session session = loop.state.session(Moment::now());
   for (;;) {
     while (auto plan = session.next()) {
@@ -209,9 +216,8 @@ awaitable<void> serve_connection(Connection c, Loop& loop) {
     c.awaiting_request = true;
     auto [ec, n] = co_await receive(c, &session);
     c.awaiting_request = false;
-    if (ec == asio::error::operation_aborted && loop.state.draining() && !loop.stopping) {
+    if (ec == asio::error::operation_aborted && loop.state.draining() && !loop.stopping)
       ec = asio::error::timed_out;  // drain() cut the wait short: as if the deadline had passed
-    }
     if (ec == asio::error::timed_out) co_await expire(c, session);
     if (ec) co_return;  // closed by the client, reset, or stopping
   }

@@ -54,10 +54,8 @@ struct Loop {
   tcp::acceptor::rebind_executor<Executor>::other acceptor{io};     ///< an open_listeners socket
   bi::list<Connection, bi::constant_time_size<false>> connections;  ///< held now, for stop()
   bool stopping = false;  ///< set by close_all(); a late connection closes at once
-  /// Stops accepting and closes every connection; runs on the loop's thread.
-  void close_all();
-  /// Stops accepting and ends every wait for a request; runs on the loop's thread.
-  void drain();
+  void close_all();  ///< stops accepting, closes every connection (on the loop's thread)
+  void drain();      ///< stops accepting, ends every wait for a request (on the loop's thread)
 };
 
 /// Accepts on `loop` until its acceptor is closed, one serve_connection coroutine per client.

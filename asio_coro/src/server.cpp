@@ -10,13 +10,8 @@
 // /cpu stays on the loop, on purpose, to show that cost.
 //
 // What it needs: Boost.Asio 1.81 (header-only; Debian's libboost1.81-dev) and C++20 coroutines.
-// The asio_coro_uring variant compiles the same files for Asio's io_uring backend.
-//
-// Try:
-//   build/bin/cm-server --model asio_coro --port 8080 --threads 1
-//   curl -v localhost:8080/delay/100
-//   time (for i in $(seq 10); do curl -s -o /dev/null localhost:8080/delay/1000 & done; wait)
-//       # ~1 s: the ten wait together on one thread. With --wait-mode sleep: ~10 s, in turn.
+// The asio_coro_uring variant compiles the same files for Asio's io_uring backend; only how a read
+// waits differs (receive() in connection.cpp). Commands to try: docs/models/asio_coro.md.
 //
 // Shape: one io_context per thread (cm::LoopServer), each with its own acceptor on its own
 // SO_REUSEPORT socket, so the kernel spreads connections over the loops and each loop owns its
