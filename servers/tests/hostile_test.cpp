@@ -93,10 +93,8 @@ long open_fds(pid_t pid) {
 /// `deadline`; returns the last read. One read alone is not enough while the server is closing
 /// connections: CI once read 14 (the loop ended), then 15 (the check failed).
 long open_fds_settled(pid_t pid, long n, Clock::time_point deadline) {
-  int calm = 0;
   long now = open_fds(pid);
-  while (calm < 3 && Clock::now() < deadline) {
-    calm = now <= n ? calm + 1 : 0;
+  for (int calm = now <= n; calm < 3 && Clock::now() < deadline; calm = now <= n ? calm + 1 : 0) {
     std::this_thread::sleep_for(20ms);
     now = open_fds(pid);
   }
@@ -535,7 +533,7 @@ TEST_P(Hostile, PipeliningWithoutReadingKeepsMemoryBounded) {
   }
 
   greedy.clear();  // they leave, with answers unread: the server sees resets
-  EXPECT_EQ(open_fds_settled(server.pid(), fds_before, Clock::now() + 10s), fds_before)
+  EXPECT_LE(open_fds_settled(server.pid(), fds_before, Clock::now() + 10s), fds_before)
       << "connections of clients that left still held";
   EXPECT_TRUE(get(server.port(), "/plaintext"));
 }
