@@ -63,7 +63,7 @@ cm::Fd connect_to(std::uint16_t port) {
 }
 
 struct Snapshot {
-  std::size_t frames = cm::uring::frames_alive();
+  std::size_t frames = cm::uring::FrameCount::alive();
   std::size_t frame_bytes = cm::uring::FrameCount::bytes();
   std::size_t heap = mallinfo2().uordblks;
   long rss = rss_kib();

@@ -42,7 +42,7 @@ class UringServerTest : public ::testing::Test {
     if (!server_) return;
     server_->stop();
     EXPECT_EQ(server_->open_connections(), 0u);
-    EXPECT_EQ(uring::frames_alive(), frames_before_) << "a coroutine frame outlived stop()";
+    EXPECT_EQ(uring::FrameCount::alive(), frames_before_) << "a coroutine frame outlived stop()";
   }
   Response get_ok(std::string_view path) {
     auto r = get(server_->port(), path);
@@ -50,7 +50,7 @@ class UringServerTest : public ::testing::Test {
     return r.value_or(Response{});
   }
 
-  const std::size_t frames_before_ = uring::frames_alive();
+  const std::size_t frames_before_ = uring::FrameCount::alive();
   std::unique_ptr<Server> server_;
 };
 

@@ -1,9 +1,10 @@
-// ring.cpp -- the ring and its run loop, spawned tasks, and the multishot Acceptor.
+// ring.cpp -- the ring and its run loop, spawned tasks and their frames, the multishot Acceptor.
 
 #include "cm/uring/ring.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -52,14 +53,37 @@ Detached own(Task<void> task, std::size_t& spawned) {
 
 }  // namespace
 
+[[gnu::noinline]] void* FrameCount::operator new(std::size_t size) {
+  void* frame = ::operator new(size);
+  alive_.fetch_add(1, std::memory_order_relaxed);
+  bytes_.fetch_add(size, std::memory_order_relaxed);
+  return frame;
+}
+
+[[gnu::noinline]] void FrameCount::operator delete(void* frame, std::size_t size) noexcept {
+  alive_.fetch_sub(1, std::memory_order_relaxed);
+  bytes_.fetch_sub(size, std::memory_order_relaxed);
+  ::operator delete(frame);
+}
+
 Ring::Ring(unsigned entries) : wakeup_fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
   if (!wakeup_fd_) throw std::system_error(errno, std::system_category(), "eventfd");
-  // A big CQ: every connection has at most two completions pending, and a CQ that overflows
-  // makes submission fail with EBUSY until it is reaped.
-  io_uring_params params{.cq_entries = entries * 16, .flags = IORING_SETUP_CQSIZE};
-  const int ret = simulating("CM_URING_SIMULATE_ENOSYS")
-                      ? -ENOSYS
-                      : io_uring_queue_init_params(entries, &ring_, &params);
+  // A big CQ: a CQ that overflows makes submission fail with EBUSY until it is reaped.
+  // Completions wait for run_once() (DEFER_TASKRUN, Linux 6.1), which needs one issuing thread
+  // (SINGLE_ISSUER): the ring starts disabled, and the first thread to submit enables it. Older
+  // kernels refuse (-EINVAL; CM_URING_SIMULATE_NO_DEFER=1 in tests): completions come as they do.
+  io_uring_params params{.cq_entries = entries * 16,
+                         .flags = IORING_SETUP_CQSIZE | IORING_SETUP_SINGLE_ISSUER |
+                                  IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_R_DISABLED};
+  int ret = simulating("CM_URING_SIMULATE_ENOSYS") ? -ENOSYS
+            : simulating("CM_URING_SIMULATE_NO_DEFER")
+                ? -EINVAL
+                : io_uring_queue_init_params(entries, &ring_, &params);
+  disabled_ = deferred_ = ret == 0;
+  if (ret == -EINVAL) {
+    params = {.cq_entries = entries * 16, .flags = IORING_SETUP_CQSIZE};
+    ret = io_uring_queue_init_params(entries, &ring_, &params);
+  }
   if (ret < 0) throw std::system_error(-ret, std::system_category(), "io_uring_queue_init");
   arm_wakeup();
 }
@@ -73,24 +97,33 @@ Ring::~Ring() {
 
 io_uring_sqe* Ring::get_sqe(unsigned room) {
   // Not enough room: the kernel takes what the SQ holds, and every slot is free again.
-  if (io_uring_sq_space_left(&ring_) < room) check(io_uring_submit(&ring_), "io_uring_submit");
+  if (io_uring_sq_space_left(&ring_) < room) submit(0);
   if (io_uring_sqe* sqe = io_uring_get_sqe(&ring_)) return sqe;
   throw std::system_error(EBUSY, std::system_category(), "io_uring_get_sqe");
 }
 
+void Ring::submit(unsigned wait_for) {
+  if (disabled_) {  // the first submission: this thread becomes the ring's one issuer
+    if (::syscall(__NR_io_uring_register, ring_.ring_fd, IORING_REGISTER_ENABLE_RINGS, nullptr, 0))
+      check(-errno, "IORING_REGISTER_ENABLE_RINGS");
+    disabled_ = false;
+  }
+  check(io_uring_submit_and_wait(&ring_, wait_for), "io_uring_submit");
+}
+
 void Ring::run_once() {
-  check(io_uring_submit_and_wait(&ring_, 1), "io_uring_submit_and_wait");
+  // NOTE: latency. Completions reach the CQ only here (DEFER_TASKRUN): a turn is what was ready
+  // when it waited, as with epoll. Posted as they happened, a turn lasted while they kept coming:
+  // 4,000 connections on /delay/100 in turns of 80 ms, due timers queued behind them, replies
+  // 10-20 ms late (docs/models/uring_coro.md, "Answering on time").
+  submit(1);
   io_uring_cqe* cqe = nullptr;
   while (io_uring_peek_cqe(&ring_, &cqe) == 0) {
     const io_uring_cqe copy = *cqe;
     io_uring_cqe_seen(&ring_, cqe);  // before resuming: the coroutine may submit and reap again
     dispatch(copy);
-    // NOTE: latency. What the resumed coroutines queued (a reply's send, the next recv) goes to
-    // the kernel every submit_batch SQEs, not after the last CQE: with thousands of CQEs at once
-    // (2,000 timers due together), holding them back made each reply wait for the whole batch,
-    // and the waits grew into waves (docs/models/uring_coro.md, "Answering on time").
-    if (io_uring_sq_ready(&ring_) >= submit_batch)
-      check(io_uring_submit(&ring_), "io_uring_submit");
+    // A reply's send goes every submit_batch SQEs: it does not wait for the whole turn.
+    if (io_uring_sq_ready(&ring_) >= submit_batch) submit(0);
   }
 }
 
@@ -118,10 +151,10 @@ void Ring::on_wakeup() {
   // taken below or signals again.
   eventfd_t ignored_count;
   (void)::eventfd_read(wakeup_fd_.get(), &ignored_count);
-  std::vector<std::coroutine_handle<>> resuming;
-  std::unique_lock lock(posted_mutex_);
-  resuming.swap(posted_);
-  lock.unlock();
+  const auto resuming = [this] {
+    std::lock_guard lock(posted_mutex_);
+    return std::exchange(posted_, {});
+  }();
   arm_wakeup();  // also after cancel_all() cancelled it: pool completions must still come in
   for (std::coroutine_handle<> waiter : resuming)
     waiter.resume();
@@ -142,9 +175,7 @@ void Ring::cancel_all() {
   io_uring_sqe_set_data64(sqe, ignored);
 }
 
-void Ring::spawn(Task<void> task) {
-  own(std::move(task), spawned_);
-}
+void Ring::spawn(Task<void> task) { own(std::move(task), spawned_); }
 
 Acceptor::Acceptor(Ring& ring, int listener) : ring_(ring), listener_(listener) {
   simulate_refusal_ = simulating("CM_URING_SIMULATE_NO_MULTISHOT");
@@ -164,9 +195,8 @@ void Acceptor::arm() {
   } else {
     io_uring_prep_accept(sqe, listener_, nullptr, nullptr, SOCK_CLOEXEC);
   }
-  // user_data: this Acceptor's address with its lowest bit set (0 in any address of one, as it
-  // is aligned). The bit tells the ring that this SQE may give many CQEs, which go to complete()
-  // with their flags: it is armed until a CQE comes without IORING_CQE_F_MORE.
+  // user_data: this Acceptor's address with its lowest bit set (free, as it is aligned): this SQE
+  // gives many CQEs, each to complete(), and is armed until a CQE comes without F_MORE.
   static_assert(alignof(Acceptor) > 1);
   io_uring_sqe_set_data64(sqe, reinterpret_cast<std::uintptr_t>(this) | Ring::multishot);
   armed_ = true;

@@ -49,10 +49,10 @@ T sync_wait(Task<T> task) {
 class TaskTest : public ::testing::Test {
  protected:
   void TearDown() override {
-    EXPECT_EQ(frames_alive(), frames_before_) << "a coroutine frame leaked";
+    EXPECT_EQ(FrameCount::alive(), frames_before_) << "a coroutine frame leaked";
     EXPECT_EQ(Counted::alive, 0) << "an object in a frame was not destroyed";
   }
-  const std::size_t frames_before_ = frames_alive();
+  const std::size_t frames_before_ = FrameCount::alive();
 };
 
 Task<int> forty_two(int& runs) {
@@ -65,11 +65,11 @@ TEST_F(TaskTest, IsLazyAndAFrameDiesWithItsTask) {
   {
     Task<int> task = forty_two(runs);
     EXPECT_EQ(runs, 0) << "a Task must not run before it is awaited";
-    EXPECT_EQ(frames_alive(), frames_before_ + 1);
+    EXPECT_EQ(FrameCount::alive(), frames_before_ + 1);
     EXPECT_GT(FrameCount::bytes(), 0u);
   }
   EXPECT_EQ(runs, 0);
-  EXPECT_EQ(frames_alive(), frames_before_);
+  EXPECT_EQ(FrameCount::alive(), frames_before_);
 }
 
 TEST_F(TaskTest, GivesItsValueToTheAwaiter) {
@@ -83,9 +83,7 @@ Task<std::string> nested(int depth) {
   co_return std::to_string(depth) + "/" + co_await nested(depth - 1);
 }
 
-TEST_F(TaskTest, NestedTasksComposeValues) {
-  EXPECT_EQ(sync_wait(nested(3)), "3/2/1/bottom");
-}
+TEST_F(TaskTest, NestedTasksComposeValues) { EXPECT_EQ(sync_wait(nested(3)), "3/2/1/bottom"); }
 
 Task<void> fails(Counted) {
   Counted in_frame;
@@ -110,9 +108,7 @@ TEST_F(TaskTest, AnExceptionReachesTheAwaiter) {
                std::runtime_error);
 }
 
-Task<int> one() {
-  co_return 1;
-}
+Task<int> one() { co_return 1; }
 Task<int> sum_of_ones(int count) {
   int sum = 0;
   for (int i = 0; i < count; ++i)
@@ -159,21 +155,19 @@ struct Held {
   };
   std::coroutine_handle<promise_type> handle;
 };
-Held await_by_reference(Task<void>& task) {
-  co_await std::move(task);
-}
+Held await_by_reference(Task<void>& task) { co_await std::move(task); }
 
 TEST_F(TaskTest, DestroyingASuspendedTaskFreesItsWholeChain) {
   Held probe;
   {
     Task<void> task = outer(Counted{});
     probe = await_by_reference(task);  // starts it: it suspends two frames deep
-    EXPECT_EQ(frames_alive(), frames_before_ + 2);
+    EXPECT_EQ(FrameCount::alive(), frames_before_ + 2);
     // A parameter and a local in each frame, and the argument of the inner call: a temporary of
     // the full expression `co_await inner(Counted{})`, which lasts across the suspension.
     EXPECT_EQ(Counted::alive, 5);
   }  // the Task dies: its frame, and the inner Task in it with its frame, are destroyed
-  EXPECT_EQ(frames_alive(), frames_before_);
+  EXPECT_EQ(FrameCount::alive(), frames_before_);
   EXPECT_EQ(Counted::alive, 0);
   probe.handle.destroy();  // the starter was suspended on the task; it owns nothing
 }
@@ -182,9 +176,9 @@ TEST_F(TaskTest, TheFrameCountSeesALeak) {
   // The check every test ends with can fail: a frame nobody destroys stays counted.
   int runs = 0;
   auto* leaked = new Task<int>(forty_two(runs));
-  EXPECT_EQ(frames_alive(), frames_before_ + 1);
+  EXPECT_EQ(FrameCount::alive(), frames_before_ + 1);
   delete leaked;  // (the test would fail in TearDown without this line)
-  EXPECT_EQ(frames_alive(), frames_before_);
+  EXPECT_EQ(FrameCount::alive(), frames_before_);
 }
 
 }  // namespace

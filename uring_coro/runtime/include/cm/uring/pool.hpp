@@ -4,10 +4,9 @@
 ///
 ///     co_await pool.run(ring, [&] { blocking_call(); });
 ///
-/// The awaiter holds the work, in the awaiting coroutine's frame; a worker thread runs it, then
-/// post()s the coroutine back onto `ring` (through the ring's eventfd), so the coroutine goes on
-/// on its own ring's thread. The pool does not bound its queue: the caller does that first
-/// (cm::Admission, a 503 past it).
+/// The awaiter holds the work, in the awaiting coroutine's frame; a worker runs it, then post()s
+/// the coroutine back onto `ring` (its eventfd), to go on on its own ring's thread. The pool does
+/// not bound its queue: the caller does that first (cm::Admission, a 503 past it).
 
 #include <algorithm>
 #include <condition_variable>

@@ -2,15 +2,14 @@
 /// \file ring.hpp
 /// One io_uring, the coroutines it resumes, and one awaitable per operation.
 ///
-/// A coroutine that wants I/O co_awaits an operation (`co_await Send(ring, fd, bytes)`). The
-/// awaiter is an Operation: it gets an SQE, puts its own address in the SQE's user_data and
-/// suspends. Ring::run_once() submits, waits, and for each CQE turns user_data back into the
-/// Operation, stores the result and resumes the coroutine. No table, no callback: the awaiter
-/// lives in the suspended coroutine's frame, and it stays there exactly as long as the SQE is in
-/// flight, because the coroutine cannot go on (and so cannot free it) before the CQE arrives.
+/// A coroutine that wants I/O co_awaits an operation (`co_await Send(ring, fd, bytes)`): an
+/// Operation, which puts its own address in an SQE's user_data and suspends. Ring::run_once()
+/// turns each CQE's user_data back into the Operation and resumes its coroutine. No table, no
+/// callback: the awaiter lives in the suspended frame exactly as long as the SQE is in flight.
 /// The one SQE that gives many CQEs, a multishot accept, has an Acceptor of its own.
 ///
-/// A Ring belongs to one thread; only post() and wake() may be called from others.
+/// A Ring belongs to one thread (the kernel sees to it: SINGLE_ISSUER); only post() and wake()
+/// may be called from others.
 
 #include <liburing.h>
 #include <sys/socket.h>
@@ -46,21 +45,18 @@ class Ring {
   static constexpr std::uint64_t wakeup = 1;     ///< user_data: the eventfd poll
   static constexpr std::uint64_t multishot = 1;  ///< user_data: the tag bit of an Acceptor
 
-  /// Sets up a ring of `entries` SQEs (the CQ holds 16 times as many). Throws std::system_error
-  /// ("io_uring_queue_init: ...") if the kernel refuses (see means_unavailable()), or, to test
-  /// that, with CM_URING_SIMULATE_ENOSYS=1 in the environment: ENOSYS, as an old kernel would.
+  /// A ring of `entries` SQEs (a CQ 16 times as big), or std::system_error if the kernel refuses
+  /// (see means_unavailable(); with CM_URING_SIMULATE_ENOSYS=1, ENOSYS as an old kernel gives).
   explicit Ring(unsigned entries = 4096);
   /// NOTE: destroy a ring only when spawned() is 0 (every task joined): a task still suspended
   /// has an SQE whose buffers and Operation live in its frame.
   ~Ring();
 
-  /// A free SQE, and `room` - 1 more after it (a linked pair must not be split by a submit).
-  /// When the SQ lacks room, what it holds is submitted first.
+  /// A free SQE, and `room` - 1 more after it (a linked pair is never split by a submit).
   io_uring_sqe* get_sqe(unsigned room = 1);
 
   /// Submits what is queued, waits for at least one completion, and resumes every waiter whose
-  /// CQE arrived (and every coroutine post()ed by another thread). What the resumed coroutines
-  /// queue is submitted every submit_batch SQEs on the way, not only at the next run_once().
+  /// CQE arrived (and every coroutine post()ed by another thread); submits every submit_batch.
   void run_once();
   static constexpr unsigned submit_batch = 16;
 
@@ -81,6 +77,8 @@ class Ring {
   /// cancellable operation completes at once with -ECANCELED. This is how a loop stops.
   void cancel_all();
   bool cancelled() const noexcept { return cancelled_; }
+  /// Whether completions wait for run_once() (IORING_SETUP_DEFER_TASKRUN; false before Linux 6.1).
+  bool deferred() const noexcept { return deferred_; }
 
   /// Thread-safe: resumes `waiter` on this ring's thread, from its next run_once().
   void post(std::coroutine_handle<> waiter);
@@ -88,6 +86,7 @@ class Ring {
   void wake() { post(std::noop_coroutine()); }
 
  private:
+  void submit(unsigned wait_for);  // io_uring_submit_and_wait, enabling the ring the first time
   void dispatch(const io_uring_cqe& cqe);
   void arm_wakeup();
   void on_wakeup();
@@ -96,6 +95,7 @@ class Ring {
   Fd wakeup_fd_;  // eventfd: other threads write it, the ring polls it
   std::size_t spawned_ = 0;
   bool cancelled_ = false;
+  bool deferred_ = false, disabled_ = false;  // DEFER_TASKRUN; R_DISABLED until the 1st submit()
   std::mutex posted_mutex_;  // guards posted_ (and makes the ring neither copyable nor movable)
   std::vector<std::coroutine_handle<>> posted_;
 };
@@ -137,8 +137,8 @@ class Operation {
 };
 
 /// An operation of one SQE, which `prep(sqe)` fills in: each operation below is one of these.
-/// NOTE: `prep` lives in the awaiter, so what it holds and points the SQE at (a timespec, which
-/// the kernel reads when the SQE is submitted, later) lives in the frame until the CQE.
+/// NOTE: `prep` lives in the awaiter: what it points the SQE at (a timespec, read by the kernel
+/// at the submission, later) lives in the frame until the CQE.
 template <typename Prep>
 struct Op final : Operation {
   Op(Ring& ring, Prep prep, bool cancellable = true)
@@ -215,20 +215,17 @@ class RecvFor final : public Operation {
 };
 
 /// The connections of `listener`, accepted through one multishot SQE (IORING_ACCEPT_MULTISHOT,
-/// Linux 5.19): the kernel posts a CQE per connection, flagged IORING_CQE_F_MORE while the SQE
-/// stays armed, so a whole backlog is taken in one loop turn (a single-shot accept, armed again
-/// after each CQE, takes one connection per turn). Where the kernel refuses multishot (-EINVAL),
-/// it falls back to a single-shot accept per connection.
+/// Linux 5.19): a CQE per connection, flagged IORING_CQE_F_MORE while the SQE stays armed, so a
+/// whole backlog is taken in one loop turn. Where the kernel refuses multishot (-EINVAL), a
+/// single-shot accept per connection.
 ///
-/// NOTE: lifetime. The armed SQE holds this object's address, and each CQE resumes the coroutine
-/// waiting in next(): while armed, its owner awaits nothing else, and it ends only after next()
-/// gave -ECANCELED (the last CQE came then). The destructor terminates if the SQE is still armed,
-/// since a later CQE would name freed memory.
+/// NOTE: lifetime. The armed SQE holds this object's address: while armed, its owner awaits
+/// nothing but next(), and it ends only after next() gave -ECANCELED (the last CQE came then).
+/// The destructor terminates if the SQE is still armed: a later CQE would name freed memory.
 class Acceptor {
  public:
-  /// Arms nothing yet: next() does. To test the fallback, CM_URING_SIMULATE_NO_MULTISHOT=1 in the
-  /// environment adds to the multishot SQE an accept flag no kernel knows: the kernel refuses it
-  /// with -EINVAL, as one before 5.19 refuses IORING_ACCEPT_MULTISHOT.
+  /// Arms nothing yet: next() does. CM_URING_SIMULATE_NO_MULTISHOT=1 adds an accept flag no kernel
+  /// knows, refused with -EINVAL as before 5.19 (the test of the fallback).
   Acceptor(Ring& ring, int listener);
   ~Acceptor();
   Acceptor(const Acceptor&) = delete;

@@ -2,14 +2,13 @@
 /// \file task.hpp
 /// A lazy, move-only coroutine task, after cppcoro's `task<T>`.
 ///
-/// `Task<T>` does nothing until it is awaited; then it runs on the awaiting thread, and when it
-/// finishes it resumes its awaiter by symmetric transfer (final_suspend returns the awaiter's
-/// handle), so a chain of tasks that complete at once never grows the stack. An exception leaves
-/// the task through `co_await`, in the awaiter. Destroying a Task destroys its frame; a Task that
-/// was never awaited simply never ran.
+/// `Task<T>` does nothing until it is awaited; then it runs on the awaiting thread and, at its end,
+/// resumes its awaiter by symmetric transfer (final_suspend returns the awaiter's handle): a chain
+/// of tasks that complete at once never grows the stack. An exception leaves through `co_await`,
+/// in the awaiter. Destroying a Task destroys its frame; a Task never awaited never ran.
 ///
 /// Every frame of this runtime is allocated through FrameCount, so a test can see a leaked frame
-/// (frames_alive() does not come back to where it was) and a doc can quote what a frame costs.
+/// (FrameCount::alive() does not come back) and a doc can quote what a frame costs.
 
 #include <atomic>
 #include <coroutine>
@@ -29,7 +28,7 @@ struct FrameCount {
   static std::size_t bytes() noexcept { return bytes_.load(std::memory_order_relaxed); }
 
   // Promise types derive from FrameCount: the compiler then allocates the frame through these.
-  // (Out of line, in task.cpp: GCC's -Wmismatched-new-delete misreads them when inlined.)
+  // (In ring.cpp, never inlined: GCC's -Wmismatched-new-delete misreads them when inlined.)
   static void* operator new(std::size_t size);
   static void operator delete(void* frame, std::size_t size) noexcept;
 
@@ -37,11 +36,6 @@ struct FrameCount {
   static inline std::atomic<std::size_t> alive_{0};
   static inline std::atomic<std::size_t> bytes_{0};
 };
-
-/// Frames alive now (see FrameCount).
-inline std::size_t frames_alive() noexcept {
-  return FrameCount::alive();
-}
 
 class Ring;
 template <typename T = void>
