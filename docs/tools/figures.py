@@ -1,0 +1,197 @@
+#!/usr/bin/python3
+"""The figures the docs quote from results/<profile>/results.json: checked, and rewritten after a rerun.
+
+A figure in a page is written with the place it comes from right after it, in an HTML comment that
+a reader of the rendered page does not see:
+
+    answers 19,656<!--fig quick uring_coro delay 2000 rps--> rps, 98%<!--fig quick uring_coro delay 2000 efficiency-->
+
+    fig PROFILE SERVER[/VARIANT] ROW CONNECTIONS FIELD     one value of one row (median of its rounds
+                                                          unless the field says otherwise)
+    fig PROFILE ratio A B ROW CONNECTIONS                 median rps of A over B's, as "1.9"
+    fig PROFILE times A B ROW CONNECTIONS                 the same, whole, as "31" ("about 31 times")
+    fig PROFILE percent A B ROW CONNECTIONS               the same as a percentage, as "94%"
+
+CONNECTIONS is the row's connections asked, or "-" when the server has one row of that id. The
+figure is the text right before the comment (digits, letters, ',', '.', '%', '-', '/'). FIELD is one
+of FIELDS below. A page that quotes a profile must also link to it (to results/PROFILE/, relative to
+the page).
+
+    docs/tools/figures.py --root .            every figure equals what results/ says (exit 1 if not)
+    docs/tools/figures.py --root . --update   rewrite every figure from results/ (after a rerun)
+
+The prose around a figure is not checked: after --update, read the sentences whose figures moved
+(--update lists them). Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from doclib import doc_files, find_root  # noqa: E402
+
+
+def _median(key: str, scale: float = 1.0, fmt: str = "{:,.0f}"):
+    def get(row: dict) -> str:
+        value = row["summary"][key]
+        if value is None:
+            raise LookupError(f"{key} was not measured in this row")
+        return fmt.format(value["median"] * scale)
+
+    return get
+
+
+def _summary(key: str, fmt: str):
+    def get(row: dict) -> str:
+        value = row["summary"][key]
+        if value is None:
+            raise LookupError(f"{key} was not measured in this row")
+        return fmt.format(value)
+
+    return get
+
+
+# FIELD -> how it is read from a row of results.json and written in a page.
+FIELDS = {
+    "rps": _median("rps"),
+    "rps_min": lambda row: "{:,.0f}".format(row["summary"]["rps"]["min"]),
+    "rps_max": lambda row: "{:,.0f}".format(row["summary"]["rps"]["max"]),
+    "spread": lambda row: "{:.0%}".format(row["summary"]["rps"]["spread"]),
+    "efficiency": _median("efficiency", fmt="{:.0%}"),
+    "efficiency1": _median("efficiency", fmt="{:.1%}"),
+    "bound": lambda row: row["bound"],
+    "ceiling": _median("cpu_ceiling"),
+    "connection_ceiling": _median("connection_ceiling"),
+    "thread_ceiling": _median("thread_ceiling"),
+    "overshoot": _median("overshoot_p99_ms", fmt="{:.2f}"),
+    "p50": _median("latency_p50_ms", fmt="{:.2f}"),
+    "p99": _median("latency_p99_ms", fmt="{:.2f}"),
+    "served": _median("served_connections"),
+    "open": _median("connections_open"),
+    "starved": _median("starved_connections"),
+    "cpu": _median("server_cpu_ms_per_1k", fmt="{:.1f}"),
+    "busy": _median("server_busy", fmt="{:.0%}"),
+    "rss": _median("rss_per_connection_kib", fmt="{:.2f}"),
+    "peak_rss": _median("peak_rss_mib", fmt="{:.1f}"),
+    "errors": _summary("errors_total", "{:,}"),
+    "rounds": lambda row: str(row["rounds_measured"]),
+}
+
+FIGURE = re.compile(r"([0-9A-Za-z.,%/\-]*)<!--fig ([^>]*?)-->")
+
+
+class Results:
+    """results/<profile>/results.json, read once each."""
+
+    def __init__(self, root: str):
+        self.root = root
+        self.loaded: dict[str, dict] = {}
+
+    def profile(self, name: str) -> dict:
+        if name not in self.loaded:
+            path = os.path.join(self.root, "results", name, "results.json")
+            if not os.path.isfile(path):
+                raise LookupError(f"no results/{name}/results.json")
+            with open(path, encoding="utf-8") as f:
+                self.loaded[name] = json.load(f)
+        return self.loaded[name]
+
+    def row(self, profile: str, server: str, row_id: str, connections: str) -> dict:
+        name, _, variant = server.partition("/")
+        found = []
+        for target in self.profile(profile)["targets"]:
+            if target["server"] != name or (variant and target.get("variant") != variant):
+                continue
+            for row in target["rows"]:
+                if row["id"] != row_id:
+                    continue
+                if connections == "-" or str(row["connections_requested"]) == connections:
+                    found.append(row)
+        if len(found) != 1:
+            what = "no row" if not found else f"{len(found)} rows"
+            raise LookupError(f"{what} for {server} {row_id} {connections} in results/{profile}")
+        return found[0]
+
+    def value(self, spec: str) -> str:
+        words = spec.split()
+        if len(words) == 6 and words[1] in ("ratio", "times", "percent"):
+            profile, kind, a, b, row_id, connections = words
+            rps_a = self.row(profile, a, row_id, connections)["summary"]["rps"]["median"]
+            rps_b = self.row(profile, b, row_id, connections)["summary"]["rps"]["median"]
+            return {"ratio": "{:.1f}", "times": "{:.0f}", "percent": "{:.0%}"}[kind].format(rps_a / rps_b)
+        if len(words) != 5:
+            raise LookupError("expected: fig PROFILE SERVER ROW CONNECTIONS FIELD")
+        profile, server, row_id, connections, field = words
+        if field not in FIELDS:
+            raise LookupError(f"unknown field {field!r} (one of {', '.join(sorted(FIELDS))})")
+        return FIELDS[field](self.row(profile, server, row_id, connections))
+
+
+def process(root: str, update: bool) -> int:
+    results = Results(root)
+    problems: list[str] = []
+    changed: list[str] = []
+    count = 0
+    for rel in doc_files(root):
+        path = os.path.join(root, rel)
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        if "<!--fig " not in text:
+            continue
+        lines_before = text.count("\n")
+
+        def replace(match: re.Match) -> str:
+            nonlocal count
+            count += 1
+            shown, spec = match.group(1), match.group(2)
+            line = text.count("\n", 0, match.start()) + 1
+            where = f"{rel}:{line}"
+            try:
+                want = results.value(spec)
+            except (LookupError, KeyError, TypeError) as e:
+                problems.append(f"{where}: <!--fig {spec}-->: {e}")
+                return match.group(0)
+            profile = spec.split()[0]
+            target = os.path.relpath(os.path.join(root, "results", profile), os.path.dirname(path))
+            if f"({target}/" not in text and f"({target})" not in text:
+                problems.append(f"{where}: quotes results/{profile} but the page never links to it")
+            if shown == want:
+                return match.group(0)
+            if update:
+                changed.append(f"{where}: {shown or '(nothing)'} -> {want}  ({spec})")
+                return want + match.group(0)[len(shown):]
+            problems.append(f"{where}: shows {shown or '(nothing)'!r}, results say {want!r} ({spec})")
+            return match.group(0)
+
+        new = FIGURE.sub(replace, text)
+        assert new.count("\n") == lines_before
+        if update and new != text:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(new)
+    for line in changed:
+        print("updated", line)
+    for line in problems:
+        print(line, file=sys.stderr)
+    if problems:
+        hint = "" if update else "; after a rerun, docs/tools/figures.py --update rewrites them"
+        print(f"figures: {len(problems)} of {count} figures are wrong{hint}", file=sys.stderr)
+        return 1
+    print(f"figures: {count} figures agree with results/" + (f" ({len(changed)} rewritten)" if update else ""))
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", default=".", help="the repository (default: the current folder)")
+    parser.add_argument("--update", action="store_true", help="rewrite every figure from results/")
+    args = parser.parse_args()
+    return process(find_root(args.root), args.update)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
