@@ -39,7 +39,7 @@ awaitable<std::tuple<error_code, std::size_t>> receive(Connection& c, Session* s
   // [read-asio_coro]
 #if defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
   // Completion (io_uring): the kernel fills the buffer when bytes come: lent for the whole wait.
-  std::array<char, read_buffer_bytes> buffer;
+  std::array<char, lent_read_bytes> buffer;
   auto [ec, n] = co_await c.socket.async_read_some(asio::buffer(buffer), as_value);
 #else
   // Readiness (epoll): wait with no buffer, then read into the loop thread's one buffer.

@@ -117,11 +117,11 @@ Task<void> converse(Context& context, int fd) {
     // NOTE: the kernel writes into `buffer` until the recv's CQE, and this coroutine stays
     // suspended until then, so the buffer outlives the SQE. It is held only for this read: a
     // request that waits (a /delay) holds no read buffer, an idle connection holds one.
-    const auto buffer = std::make_unique_for_overwrite<char[]>(read_buffer_bytes);
+    const auto buffer = std::make_unique_for_overwrite<char[]>(lent_read_bytes);
     const auto limit =
         context.state.draining() ? Clock::duration{} : session.deadline() - Clock::now();
     context.awaiting_request.insert(fd);
-    const int n = co_await uring::RecvFor(ring, fd, {buffer.get(), read_buffer_bytes}, limit);
+    const int n = co_await uring::RecvFor(ring, fd, {buffer.get(), lent_read_bytes}, limit);
     context.awaiting_request.erase(fd);
     if (n == -ETIME) {
       out.clear();

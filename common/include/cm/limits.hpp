@@ -32,4 +32,11 @@ inline constexpr std::size_t max_held_bytes = 64 * 1024;
 /// Size of the read buffer a connection reads into.
 inline constexpr std::size_t read_buffer_bytes = 16 * 1024;
 
+/// Size of the buffer a completion-based read (io_uring) lends the kernel while it waits for a
+/// request: lent for the whole wait, so every waiting connection holds one. A request head of
+/// ordinary size fits (nginx's client_header_buffer_size is 1 KiB); a bigger one takes more reads.
+/// With 16 KiB, 10,000 connections made malloc reserve 172 MB at the connect phase, and a
+/// saturated loop touched more of it for minutes (docs/reliability.md, "Soak").
+inline constexpr std::size_t lent_read_bytes = 2 * 1024;
+
 }  // namespace cm
