@@ -68,6 +68,9 @@ TEST_P(AsyncModel, AFullPoolAnswers503WithRetryAfterAndRecovers) {
   START_OR_SKIP((ServerOptions{.blocking_threads = 1, .blocking_queue = 1}));
   Client running = connect(), queued = connect();
   ASSERT_TRUE(running.send(get_request("/block/1500")));
+  // The long call must reach the pool first: sent together, the two requests may be read in
+  // either order (one recv can complete at its submission while the other waits for bytes).
+  std::this_thread::sleep_for(100ms);
   ASSERT_TRUE(queued.send(get_request("/block/10")));
   std::this_thread::sleep_for(300ms);  // both are parsed and admitted: 1 running + 1 queued
   Client refused = connect();
