@@ -36,49 +36,41 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from doclib import doc_files, find_root  # noqa: E402
 
 
-def _median(key: str, scale: float = 1.0, fmt: str = "{:,.0f}"):
+def _stat(key: str, fmt: str = "{:,.0f}", part: str | None = "median"):
+    """A field of a row's summary: `part` of its rounds (median, min, max, spread), or the value."""
+
     def get(row: dict) -> str:
         value = row["summary"][key]
         if value is None:
             raise LookupError(f"{key} was not measured in this row")
-        return fmt.format(value["median"] * scale)
-
-    return get
-
-
-def _summary(key: str, fmt: str):
-    def get(row: dict) -> str:
-        value = row["summary"][key]
-        if value is None:
-            raise LookupError(f"{key} was not measured in this row")
-        return fmt.format(value)
+        return fmt.format(value[part] if part else value)
 
     return get
 
 
 # FIELD -> how it is read from a row of results.json and written in a page.
 FIELDS = {
-    "rps": _median("rps"),
-    "rps_min": lambda row: "{:,.0f}".format(row["summary"]["rps"]["min"]),
-    "rps_max": lambda row: "{:,.0f}".format(row["summary"]["rps"]["max"]),
-    "spread": lambda row: "{:.0%}".format(row["summary"]["rps"]["spread"]),
-    "efficiency": _median("efficiency", fmt="{:.0%}"),
-    "efficiency1": _median("efficiency", fmt="{:.1%}"),
+    "rps": _stat("rps"),
+    "rps_min": _stat("rps", part="min"),
+    "rps_max": _stat("rps", part="max"),
+    "spread": _stat("rps", "{:.0%}", part="spread"),
+    "efficiency": _stat("efficiency", "{:.0%}"),
+    "efficiency1": _stat("efficiency", "{:.1%}"),
     "bound": lambda row: row["bound"],
-    "ceiling": _median("cpu_ceiling"),
-    "connection_ceiling": _median("connection_ceiling"),
-    "thread_ceiling": _median("thread_ceiling"),
-    "overshoot": _median("overshoot_p99_ms", fmt="{:.2f}"),
-    "p50": _median("latency_p50_ms", fmt="{:.2f}"),
-    "p99": _median("latency_p99_ms", fmt="{:.2f}"),
-    "served": _median("served_connections"),
-    "open": _median("connections_open"),
-    "starved": _median("starved_connections"),
-    "cpu": _median("server_cpu_ms_per_1k", fmt="{:.1f}"),
-    "busy": _median("server_busy", fmt="{:.0%}"),
-    "rss": _median("rss_per_connection_kib", fmt="{:.2f}"),
-    "peak_rss": _median("peak_rss_mib", fmt="{:.1f}"),
-    "errors": _summary("errors_total", "{:,}"),
+    "ceiling": _stat("cpu_ceiling"),
+    "connection_ceiling": _stat("connection_ceiling"),
+    "thread_ceiling": _stat("thread_ceiling"),
+    "overshoot": _stat("overshoot_p99_ms", "{:.2f}"),
+    "p50": _stat("latency_p50_ms", "{:.2f}"),
+    "p99": _stat("latency_p99_ms", "{:.2f}"),
+    "served": _stat("served_connections"),
+    "open": _stat("connections_open"),
+    "starved": _stat("starved_connections"),
+    "cpu": _stat("server_cpu_ms_per_1k", "{:.1f}"),
+    "busy": _stat("server_busy", "{:.0%}"),
+    "rss": _stat("rss_per_connection_kib", "{:.2f}"),
+    "peak_rss": _stat("peak_rss_mib", "{:.1f}"),
+    "errors": _stat("errors_total", "{:,}", part=None),
     "rounds": lambda row: str(row["rounds_measured"]),
 }
 
