@@ -14,7 +14,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <cmath>
 #include <exception>
 #include <fstream>
@@ -23,6 +22,7 @@
 #include <stdexcept>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 #include "worker.hpp"
 
@@ -134,38 +134,9 @@ class Progress {
   unsigned seconds_ = 0;
 };
 
-}  // namespace
-
-DelayRange DelayRange::parse(std::string_view text) {
-  auto number = [&](std::string_view s) {
-    std::uint32_t v = 0;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (s.empty() || ec != std::errc{} || end != s.data() + s.size() || v > 60'000)
-      throw std::invalid_argument("bad --delay '" + std::string(text) +
-                                  "': want MS or MIN:MAX, whole milliseconds in 0..60000");
-    return v;
-  };
-  std::size_t colon = text.find(':');
-  DelayRange d;
-  d.min_ms = number(text.substr(0, colon));
-  d.max_ms = colon == std::string_view::npos ? d.min_ms : number(text.substr(colon + 1));
-  if (d.min_ms > d.max_ms)
-    throw std::invalid_argument("bad --delay '" + std::string(text) + "': MIN is above MAX");
-  return d;
-}
-
-void ErrorCounts::add(const ErrorCounts& o) {
-  connect += o.connect;
-  reset += o.reset;
-  timeout += o.timeout;
-  status += o.status;
-  body += o.body;
-  early += o.early;
-}
-
-Result run(const Options& options) {
-  // --- check what was asked -------------------------------------------------------------------
-  UrlTemplate url = UrlTemplate::parse(options.url);
+/// Throws std::invalid_argument for options that make no sense; returns the spread of the first
+/// requests, ms (0 without --stagger).
+double check_options(const Options& options, const UrlTemplate& url) {
   if (options.connections == 0) throw std::invalid_argument("--connections must be at least 1");
   if (options.threads == 0) throw std::invalid_argument("--threads must be at least 1");
   if (!(options.duration_s > 0)) throw std::invalid_argument("--duration must be above 0");
@@ -191,7 +162,11 @@ Result run(const Options& options) {
                                                  : options.delay->mean();
   if (!(stagger_ms >= 0 && stagger_ms <= 60'000))
     throw std::invalid_argument("--stagger-ms must be from 0 to 60000");
+  return stagger_ms;
+}
 
+/// What every worker sends and expects, from the checked options; resolves the host.
+Target make_target(const Options& options, const UrlTemplate& url, double stagger_ms) {
   Target target;
   target.url = url;
   target.delay = options.delay;
@@ -211,11 +186,12 @@ Result run(const Options& options) {
   target.stagger = options.stagger;
   target.stagger_ns = std::llround(stagger_ms * 1e6);
   target.connections = options.connections;
+  return target;
+}
 
-  unsigned threads = std::min(options.threads, options.connections);
-  raise_open_files_limit();
-
-  // --- source addresses: spread over 127.0.0.x so that connect() finds free ports fast ------
+/// Spreads the connections over 127.0.0.1 .. 127.0.0.N, so that connect() finds free ports fast:
+/// fills target.sources (left empty for a single address) and returns N.
+unsigned add_source_addresses(const Options& options, Target& target) {
   bool loopback = (ntohl(target.server.sin_addr.s_addr) >> 24) == 127;
   unsigned sources = options.source_addresses;
   if (sources == 0) {
@@ -233,69 +209,100 @@ Result run(const Options& options) {
       target.sources.push_back(a);
     }
   }
+  return sources;
+}
 
-  // --- start the workers -----------------------------------------------------------------------
-  Shared shared;
-  shared.stop_event.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!shared.stop_event) throw std::system_error(errno, std::generic_category(), "eventfd");
-
-  std::vector<std::unique_ptr<Worker>> workers;
-  for (unsigned t = 0, first = 0; t < threads; ++t) {
-    unsigned count = options.connections / threads + (t < options.connections % threads ? 1 : 0);
-    workers.push_back(std::make_unique<Worker>(target, shared, first, count));
-    first += count;
+/// The workers, one per thread, and their threads.
+/// NOTE: the threads reference this object and the Target; the destructor stops and joins them,
+/// so whatever leaves run() (a return or an exception) joins them before either goes away.
+class Loops {
+ public:
+  /// Makes `threads` workers over `target` and splits the connections evenly over them.
+  Loops(const Target& target, unsigned connections, unsigned threads) : failures_(threads) {
+    shared.stop_event.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (!shared.stop_event) throw std::system_error(errno, std::generic_category(), "eventfd");
+    for (unsigned t = 0, first = 0; t < threads; ++t) {
+      unsigned count = connections / threads + (t < connections % threads ? 1 : 0);
+      workers.push_back(std::make_unique<Worker>(target, shared, first, count));
+      first += count;
+    }
   }
-  std::vector<std::exception_ptr> failures(threads);
-  std::atomic<bool> any_failure{false};  // set after failures[t] is written
-  std::vector<std::thread> loops;
-  auto stop_and_join = [&] {
+  ~Loops() { stop_and_join(); }
+  Loops(const Loops&) = delete;
+  Loops& operator=(const Loops&) = delete;
+
+  /// Runs each worker on a thread of its own; what one throws is kept for stop().
+  void start() {
+    for (unsigned t = 0; t < workers.size(); ++t) {
+      threads_.emplace_back([this, t] {
+        try {
+          workers[t]->run();
+        } catch (...) {
+          failures_[t] = std::current_exception();
+          any_failure_.store(true);
+        }
+      });
+    }
+  }
+
+  /// Stops the workers and joins their threads, then rethrows what the first failed one threw.
+  void stop() {
+    stop_and_join();
+    for (auto& f : failures_)
+      if (f) std::rethrow_exception(f);
+  }
+
+  /// If a worker has failed: stops them all and rethrows its exception.
+  void stop_if_failed() {
+    if (any_failure_.load()) stop();
+  }
+
+  Shared shared;
+  std::vector<std::unique_ptr<Worker>> workers;
+
+ private:
+  void stop_and_join() {
     shared.stop.store(true);
     std::uint64_t one = 1;
     [[maybe_unused]] ssize_t n = ::write(shared.stop_event.get(), &one, sizeof one);
-    for (auto& t : loops)
+    for (auto& t : threads_)
       t.join();
-    loops.clear();
-  };
-  // NOTE: the threads reference the locals above; whatever leaves this scope joins them first.
-  struct JoinGuard {
-    decltype(stop_and_join)& stop;
-    ~JoinGuard() { stop(); }
-  } join_guard{stop_and_join};
-  auto stop_all = [&] {
-    stop_and_join();
-    for (auto& f : failures)
-      if (f) std::rethrow_exception(f);
-  };
-  const std::int64_t connect_start = now_ns();
-  for (unsigned t = 0; t < threads; ++t) {
-    loops.emplace_back([&, t] {
-      try {
-        workers[t]->run();
-      } catch (...) {
-        failures[t] = std::current_exception();
-        any_failure.store(true);
-      }
-    });
+    threads_.clear();
   }
 
-  // --- time the phases -------------------------------------------------------------------------
-  Progress progress(options.progress ? options.log : nullptr, workers, options.connections);
-  double cpu_at_start = cpu_seconds();
-  // The connect phase ends when every first attempt has ended, when none has for --timeout (a
-  // server that stopped accepting), or after --connect-phase seconds at the latest (a server too
-  // busy serving the connections it has to accept the rest quickly). The slots still trying go on
-  // in the background, and the connect line says how many there were.
+  std::vector<std::exception_ptr> failures_;
+  std::atomic<bool> any_failure_{false};  // set after failures_[t] is written
+  std::vector<std::thread> threads_;
+};
+
+/// The connect phase: waits until every first attempt has ended, or none has for --timeout (a
+/// server that stopped accepting), or --connect-phase seconds have passed (a server too busy
+/// serving the connections it has to accept the rest quickly). The slots still trying go on in
+/// the background. Returns how many first attempts had ended.
+unsigned connect_phase(Loops& loops, Progress& progress, const Options& options,
+                       std::int64_t timeout_ns, std::int64_t connect_start) {
   unsigned resolved = 0;
   std::int64_t last_progress = now_ns();
   const auto phase_end = connect_start + static_cast<std::int64_t>(options.connect_phase_s * 1e9);
-  while ((resolved = shared.resolved.load()) < options.connections) {
-    progress.sleep_until(now_ns() + 10'000'000, "connect", shared);
-    if (any_failure.load()) stop_all();
-    if (shared.resolved.load() != resolved) last_progress = now_ns();
-    if (now_ns() - last_progress > target.timeout_ns || now_ns() > phase_end) break;
+  while ((resolved = loops.shared.resolved.load()) < options.connections) {
+    progress.sleep_until(now_ns() + 10'000'000, "connect", loops.shared);
+    loops.stop_if_failed();
+    if (loops.shared.resolved.load() != resolved) last_progress = now_ns();
+    if (now_ns() - last_progress > timeout_ns || now_ns() > phase_end) break;
   }
-  const double connect_s = static_cast<double>(now_ns() - connect_start) / 1e9;
+  return resolved;
+}
 
+/// Adds the workers' connect failures, by reason, to `failures`.
+void add_connect_failures(const Loops& loops, std::map<std::string, std::uint64_t>& failures) {
+  for (const auto& w : loops.workers)
+    for (const auto& [reason, n] : w->connect_failures())
+      failures[reason] += n;
+}
+
+/// The run as asked, and how long the connect phase took: the Result before anything is counted.
+Result describe_run(const Options& options, unsigned threads, unsigned sources, double stagger_ms,
+                    double connect_s) {
   Result result;
   result.url = options.url;
   result.threads = threads;
@@ -307,63 +314,75 @@ Result run(const Options& options) {
   result.warmup_s = options.warmup_s;
   result.duration_s = options.duration_s;
   result.connect_s = connect_s;
-  auto gather_failures = [&] {
-    for (const auto& w : workers)
-      for (const auto& [reason, n] : w->connect_failures())
-        result.connect_failures[reason] += n;
-  };
+  return result;
+}
 
-  unsigned opened = progress.open();
-  if (opened == 0) {
-    stop_all();
-    gather_failures();
-    for (const auto& w : workers)
-      result.errors.add(w->errors);
-    result.duration_s = 0;
-    if (options.log) *options.log << connection_line(result) << std::endl;
-    return result;
-  }
-  {
-    Result first;  // the connect line, before the run goes on
-    first.connections_requested = options.connections;
-    first.connections_open = opened;
-    first.source_addresses = sources;
-    first.still_connecting = options.connections - std::min(options.connections, resolved);
-    first.connect_s = connect_s;
-    for (const auto& w : workers)
-      for (const auto& [reason, n] : w->connect_failures())
-        first.connect_failures[reason] += n;
-    if (options.log) *options.log << connection_line(first) << std::endl;
-  }
+/// When no connection opened: stops the workers and returns `result` with their failures and
+/// errors and no window (duration 0), after printing the connect line.
+Result without_connections(Loops& loops, Result result, std::ostream* log) {
+  loops.stop();
+  add_connect_failures(loops, result.connect_failures);
+  for (const auto& w : loops.workers)
+    result.errors.add(w->errors);
+  result.duration_s = 0;
+  if (log) *log << connection_line(result) << std::endl;
+  return result;
+}
 
+/// The connect line printed once the connect phase is over and the run goes on: `line` (the
+/// run as asked) with the connections open now, those still connecting, and the failures so far.
+std::string connect_phase_line(Result line, const Loops& loops, unsigned opened,
+                               unsigned resolved) {
+  line.connections_open = opened;
+  line.still_connecting =
+      line.connections_requested - std::min(line.connections_requested, resolved);
+  add_connect_failures(loops, line.connect_failures);
+  return connection_line(line);
+}
+
+/// The measured window on the monotonic clock, and cm-load's CPU time at its two ends.
+struct Window {
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  double cpu_start_s = 0;
+  double cpu_end_s = 0;
+};
+
+/// From the end of the connect phase: the stagger (with --stagger only), the warm-up, then the
+/// measured window. Returns once the window is over; the workers still run.
+Window stagger_warmup_and_window(Loops& loops, Progress& progress, const Target& target,
+                                 const Options& options) {
   // With --stagger the first requests go out over the spread from here, and the warm-up only
   // begins once the spread is over: the window never sees the ramp, and the warm-up is whole.
   const std::int64_t origin = now_ns();
   const std::int64_t ramp_end = origin + target.stagger_ns;
-  const std::int64_t start = ramp_end + static_cast<std::int64_t>(options.warmup_s * 1e9);
-  const std::int64_t end = start + static_cast<std::int64_t>(options.duration_s * 1e9);
-  shared.window_start_ns.store(start);
-  shared.window_end_ns.store(end);
+  Window window;
+  window.start_ns = ramp_end + static_cast<std::int64_t>(options.warmup_s * 1e9);
+  window.end_ns = window.start_ns + static_cast<std::int64_t>(options.duration_s * 1e9);
+  loops.shared.window_start_ns.store(window.start_ns);
+  loops.shared.window_end_ns.store(window.end_ns);
   if (target.stagger) {
-    shared.stagger_origin_ns.store(origin, std::memory_order_release);
-    for (const auto& w : workers)
+    loops.shared.stagger_origin_ns.store(origin, std::memory_order_release);
+    for (const auto& w : loops.workers)
       w->release_first_requests();
-    progress.sleep_until(ramp_end, "stagger", shared);
+    progress.sleep_until(ramp_end, "stagger", loops.shared);
   }
-  progress.sleep_until(start, "warmup", shared);
-  double cpu_window_start = cpu_seconds();
-  progress.sleep_until(end, "run", shared);
-  double cpu_window_end = cpu_seconds();
-  result.connections_open = progress.open();
-  stop_all();
+  progress.sleep_until(window.start_ns, "warmup", loops.shared);
+  window.cpu_start_s = cpu_seconds();
+  progress.sleep_until(window.end_ns, "run", loops.shared);
+  window.cpu_end_s = cpu_seconds();
+  return window;
+}
 
-  // --- gather ----------------------------------------------------------------------------------
-  gather_failures();
-  result.window_start_ns = start;
-  result.window_end_ns = end;
+/// Gathers into `result`, once the workers have stopped, what they counted: connect failures,
+/// answers, errors, latencies, the fairness of the slots over the window, and the client's CPU.
+void collect(Result& result, const Loops& loops, const Window& window, const Options& options) {
+  add_connect_failures(loops, result.connect_failures);
+  result.window_start_ns = window.start_ns;
+  result.window_end_ns = window.end_ns;
   std::vector<SlotTally> tallies;
   tallies.reserve(options.connections);
-  for (const auto& w : workers) {
+  for (const auto& w : loops.workers) {
     std::vector<SlotTally> t = w->tallies();
     tallies.insert(tallies.end(), t.begin(), t.end());
     result.requests += w->requests_in_window;
@@ -374,21 +393,42 @@ Result run(const Options& options) {
     result.overshoot_us.merge(w->overshoot_us);
     result.client_spin_s += static_cast<double>(w->spin_ns_in_window) / 1e9;
   }
-  result.fairness = fairness(tallies, start, end);
+  result.fairness = fairness(tallies, window.start_ns, window.end_ns);
   result.spin_us = static_cast<double>(options.spin.count());
-  result.client_cpu_s = cpu_window_end - cpu_window_start;
-  result.client_cpu_total_s = cpu_seconds() - cpu_at_start;
-  return result;
+  result.client_cpu_s = window.cpu_end_s - window.cpu_start_s;
 }
 
-std::int64_t first_request_offset_ns(unsigned slot, unsigned connections,
-                                     std::int64_t spread_ns) noexcept {
-  if (connections == 0 || spread_ns <= 0) return 0;
-  const std::uint64_t n = connections, spread = static_cast<std::uint64_t>(spread_ns);
-  const std::uint64_t i = std::min<std::uint64_t>(slot, n - 1);
-  // i * spread / n, exactly, without forming i * spread (which can pass 2^64): with
-  // spread = q n + r, it is i q + i r / n, and i r < n^2 <= 2^64.
-  return static_cast<std::int64_t>(i * (spread / n) + i * (spread % n) / n);
+}  // namespace
+
+Result run(const Options& options) {
+  const UrlTemplate url = UrlTemplate::parse(options.url);
+  const double stagger_ms = check_options(options, url);
+  Target target = make_target(options, url, stagger_ms);
+  const unsigned threads = std::min(options.threads, options.connections);
+  raise_open_files_limit();
+  const unsigned sources = add_source_addresses(options, target);
+
+  // NOTE: declared after `target`, which the threads read: leaving this scope joins them first.
+  Loops loops(target, options.connections, threads);
+  const std::int64_t connect_start = now_ns();
+  loops.start();
+  Progress progress(options.progress ? options.log : nullptr, loops.workers, options.connections);
+  const double cpu_at_start = cpu_seconds();
+  const unsigned resolved =
+      connect_phase(loops, progress, options, target.timeout_ns, connect_start);
+  const double connect_s = static_cast<double>(now_ns() - connect_start) / 1e9;
+
+  Result result = describe_run(options, threads, sources, stagger_ms, connect_s);
+  const unsigned opened = progress.open();
+  if (opened == 0) return without_connections(loops, std::move(result), options.log);
+  if (options.log) *options.log << connect_phase_line(result, loops, opened, resolved) << std::endl;
+
+  const Window window = stagger_warmup_and_window(loops, progress, target, options);
+  result.connections_open = progress.open();
+  loops.stop();
+  collect(result, loops, window, options);
+  result.client_cpu_total_s = cpu_seconds() - cpu_at_start;
+  return result;
 }
 
 nlohmann::json to_json(const Result& r) {

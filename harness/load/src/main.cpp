@@ -19,98 +19,94 @@
 
 #include "load.hpp"
 
-int main(int argc, char** argv) {
+namespace {
+
+/// What the command line says: the Options for run(), the options that need converting first,
+/// and where the result goes.
+struct CommandLine {
   cm::load::Options options;
-  std::string delay, json_file, source_addresses = "auto";
+  std::string delay;
+  std::string json_file;
+  std::string source_addresses = "auto";
   unsigned timeout_ms = 10'000;
   long spin_us = options.spin.count();
   std::uint64_t min_latency_ms = 0;
   std::string expect_body;
   double stagger_ms = 0;
   bool quiet = false;
+  // Whether these were given (their values have no "not given" of their own).
+  CLI::Option* stagger_ms_option = nullptr;
+  CLI::Option* expect_body_option = nullptr;
+  CLI::Option* min_latency_option = nullptr;
+};
 
-  CLI::App app{"cm-load: closed-loop HTTP/1.1 load that checks every answer"};
+/// Declares cm-load's options on `app`, each stored into `cl`.
+void add_options(CLI::App& app, CommandLine& cl) {
+  cm::load::Options& options = cl.options;
   app.add_option("url", options.url, "http://HOST:PORT/path; the path may hold {ms}")->required();
   app.add_option("-c,--connections", options.connections, "connections held for the whole run")
       ->capture_default_str();
   app.add_option("-t,--threads", options.threads, "client threads (event loops)")
       ->capture_default_str();
-  app.add_option("--delay", delay, "ms for {ms}: MS, or MIN:MAX drawn uniformly per request");
+  app.add_option("--delay", cl.delay, "ms for {ms}: MS, or MIN:MAX drawn uniformly per request");
   app.add_flag("--stagger", options.stagger,
                "spread the first requests over the mean --delay: connection i of N sends its "
                "first at i*delay/N after the connect phase, so they do not answer in waves");
-  auto* stagger_opt = app.add_option(
-      "--stagger-ms", stagger_ms,
+  cl.stagger_ms_option = app.add_option(
+      "--stagger-ms", cl.stagger_ms,
       "the spread of --stagger in ms (implies --stagger; needed when the URL has no {ms})");
   app.add_option("-d,--duration", options.duration_s, "measured window, seconds")
       ->capture_default_str();
   app.add_option("--warmup", options.warmup_s, "warm-up before the window, seconds (not counted)")
       ->capture_default_str();
-  app.add_option("--timeout", timeout_ms, "ms before an unanswered request is a timeout error")
+  app.add_option("--timeout", cl.timeout_ms, "ms before an unanswered request is a timeout error")
       ->capture_default_str();
   app.add_option("--connect-phase", options.connect_phase_s,
                  "seconds the connect phase may take at most before the run starts with the "
                  "connections open (the rest keep trying)")
       ->capture_default_str();
-  app.add_option("--spin-us", spin_us,
+  app.add_option("--spin-us", cl.spin_us,
                  "after an event, poll without sleeping this long before sleeping in epoll_wait "
                  "(0: always sleep); idle polling is reported apart from the CPU time")
       ->capture_default_str();
   app.add_option("--expect-status", options.expect_status, "status of a correct answer")
       ->capture_default_str();
-  auto* body_opt = app.add_option("--expect-body", expect_body,
-                                  "body of a correct answer (default: from the URL)");
-  auto* latency_opt = app.add_option("--min-latency-ms", min_latency_ms,
-                                     "an answer faster than this is early (default: the delay)");
-  app.add_option("--json", json_file, "write the result as JSON to FILE");
-  app.add_flag("-q,--quiet", quiet, "no progress line each second");
-  app.add_option("--source-addresses", source_addresses,
+  cl.expect_body_option = app.add_option("--expect-body", cl.expect_body,
+                                         "body of a correct answer (default: from the URL)");
+  cl.min_latency_option =
+      app.add_option("--min-latency-ms", cl.min_latency_ms,
+                     "an answer faster than this is early (default: the delay)");
+  app.add_option("--json", cl.json_file, "write the result as JSON to FILE");
+  app.add_flag("-q,--quiet", cl.quiet, "no progress line each second");
+  app.add_option("--source-addresses", cl.source_addresses,
                  "auto, or N: spread connections over 127.0.0.1..127.0.0.N")
       ->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+}
 
-  try {
-    options.timeout = std::chrono::milliseconds(timeout_ms);
-    options.spin = std::chrono::microseconds(spin_us);
-    if (!delay.empty()) options.delay = cm::load::DelayRange::parse(delay);
-    if (*body_opt) options.expect_body = expect_body;
-    if (*latency_opt) options.min_latency_ms = min_latency_ms;
-    if (*stagger_opt) {
-      options.stagger = true;
-      options.stagger_ms = stagger_ms;
-    }
-    if (source_addresses != "auto") {
-      std::size_t used = 0;
-      int n = std::stoi(source_addresses, &used);
-      if (used != source_addresses.size() || n < 1 || n > 254) throw std::invalid_argument("");
-      options.source_addresses = static_cast<unsigned>(n);
-    }
-  } catch (const std::invalid_argument& e) {
-    std::cerr << "cm-load: " << (*e.what() ? e.what() : "--source-addresses: auto or 1..254")
-              << "\n";
-    return 2;
-  } catch (const std::out_of_range&) {
-    std::cerr << "cm-load: --source-addresses: auto or 1..254\n";
-    return 2;
+/// Converts the parsed options that Options holds in another form into `cl.options`. Throws
+/// std::invalid_argument (an empty message: a bad --source-addresses) or std::out_of_range.
+void convert_options(CommandLine& cl) {
+  cm::load::Options& options = cl.options;
+  options.timeout = std::chrono::milliseconds(cl.timeout_ms);
+  options.spin = std::chrono::microseconds(cl.spin_us);
+  if (!cl.delay.empty()) options.delay = cm::load::DelayRange::parse(cl.delay);
+  if (*cl.expect_body_option) options.expect_body = cl.expect_body;
+  if (*cl.min_latency_option) options.min_latency_ms = cl.min_latency_ms;
+  if (*cl.stagger_ms_option) {
+    options.stagger = true;
+    options.stagger_ms = cl.stagger_ms;
   }
-  options.log = &std::cerr;
-  options.progress = !quiet;
-
-  cm::load::Result result;
-  try {
-    result = cm::load::run(options);
-  } catch (const std::invalid_argument& e) {
-    std::cerr << "cm-load: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "cm-load: " << e.what() << "\n";
-    return 1;
+  if (cl.source_addresses != "auto") {
+    std::size_t used = 0;
+    int n = std::stoi(cl.source_addresses, &used);
+    if (used != cl.source_addresses.size() || n < 1 || n > 254) throw std::invalid_argument("");
+    options.source_addresses = static_cast<unsigned>(n);
   }
+}
 
+/// Writes the result as JSON to `json_file` (if one was given), then the summary on stdout.
+/// Returns the exit status: 1 when the file cannot be written or no connection opened, else 0.
+int report(const cm::load::Result& result, const std::string& json_file) {
   if (!json_file.empty()) {
     std::ofstream out(json_file);
     out << cm::load::to_json(result).dump(2) << "\n";
@@ -125,4 +121,42 @@ int main(int argc, char** argv) {
   }
   cm::load::print_summary(std::cout, result);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CommandLine cl;
+  CLI::App app{"cm-load: closed-loop HTTP/1.1 load that checks every answer"};
+  add_options(app, cl);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+
+  try {
+    convert_options(cl);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "cm-load: " << (*e.what() ? e.what() : "--source-addresses: auto or 1..254")
+              << "\n";
+    return 2;
+  } catch (const std::out_of_range&) {
+    std::cerr << "cm-load: --source-addresses: auto or 1..254\n";
+    return 2;
+  }
+  cl.options.log = &std::cerr;
+  cl.options.progress = !cl.quiet;
+
+  cm::load::Result result;
+  try {
+    result = cm::load::run(cl.options);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "cm-load: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "cm-load: " << e.what() << "\n";
+    return 1;
+  }
+  return report(result, cl.json_file);
 }

@@ -20,7 +20,7 @@
 #include "cm/fd.hpp"
 #include "fairness.hpp"
 #include "histogram.hpp"
-#include "load.hpp"
+#include "types.hpp"
 #include "url_template.hpp"
 
 namespace cm::load {
