@@ -1,0 +1,34 @@
+"""cmharness -- the one measuring core every harness tool is a thin shell over.
+
+    proc        what /proc says about a process and the machine (CPU time, RSS, threads, switches)
+    processes   starting a child pinned to CPUs, and stopping every child on the way out
+    servers     Server: a model of cm-server, nginx or node on a port of its own, pinned, read
+    load        LoadResult: the one reader of cm-load's JSON; run_load() runs cm-load pinned
+    provenance  machine, kernel, load, commit, and the git tree hash of each model's folder
+    stats       medians with distribution-free 95% intervals, paired ratios, verdicts
+    ceilings    the ceilings a row cannot exceed, and its efficiency against the lowest
+    results     writing a result: JSON, CSV, Markdown, and the chart call
+
+Orchestration is Python (Debian's /usr/bin/python3, standard library only; charts need its
+python3-matplotlib); cm-load and cm-micro are the C++ instruments. docs/architecture.md says why.
+
+The rules of the core, for whoever adds a tool:
+- start servers only with servers.Server and children only with processes.start; read cm-load's
+  JSON only through load.LoadResult; record provenance.provenance(); take every ratio, median and
+  interval from stats. A helper two tools need is added here, with a test in harness/tests/.
+- a tool is a thin shell: its own parsing and its report, no function over 80 lines
+  (../shared/tools/long-functions harness 80), and unit tests of what it parses and computes.
+"""
+
+import os
+
+#: The repository: harness/cmharness/ is two levels below it.
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+#: Debian's interpreter, the one with python3-matplotlib (the python3 on PATH may be another).
+PYTHON = "/usr/bin/python3"
+
+
+def default_bin_dir():
+    """Where cm-server, cm-load and cm-micro are: $CM_BIN_DIR, else build/bin of the repository."""
+    return os.environ.get("CM_BIN_DIR") or os.path.join(ROOT, "build", "bin")

@@ -1,0 +1,71 @@
+"""The arithmetic of pricing (DESIGN.md, "The harness"): the ceilings a row cannot exceed while
+honouring its delay, and its efficiency against the lowest. Pure functions.
+
+    connection ceiling = connections / mean delay     (a server that suspends a waiting request)
+    thread ceiling     = threads / mean delay         (one that holds a thread while it waits)
+    CPU ceiling        = the server's own /plaintext rps, measured back to back with the row
+                         (for /cpu/N: 1 / (1 / plaintext rps + N us / server CPUs))
+    efficiency         = rps / the lowest ceiling that applies
+"""
+
+import dataclasses
+
+
+@dataclasses.dataclass
+class Ceilings:
+    connection: "float | None" = None
+    thread: "float | None" = None
+    cpu: "float | None" = None
+
+    def lowest(self):
+        present = [c for c in (self.connection, self.thread, self.cpu) if c is not None]
+        return min(present) if present else None
+
+    def bound(self):
+        """Which ceiling binds: "connections", "threads", "cpu"; ties name every tied one
+        ("connections = threads"), so a tie is never taught as one of them alone."""
+        low = self.lowest()
+        if low is None:
+            return ""
+        names = [n for n, c in (("connections", self.connection), ("threads", self.thread),
+                                ("cpu", self.cpu)) if c is not None and abs(c - low) <= 1e-9 * low]
+        return " = ".join(names)
+
+
+def compute(connections, mean_delay_ms, threads=None, cpu_rps=None, compute_us=0.0,
+            server_cpus=1):
+    """The ceilings that apply to a row (see the module's docstring)."""
+    out = Ceilings()
+    if mean_delay_ms > 0:
+        delay_s = mean_delay_ms / 1000
+        out.connection = connections / delay_s
+        if threads is not None:
+            out.thread = threads / delay_s
+    cpus = max(1, server_cpus)
+    if compute_us > 0:
+        work_s = compute_us / 1e6 / cpus
+        out.cpu = 1 / (1 / cpu_rps + work_s) if cpu_rps else 1 / work_s
+    elif cpu_rps:
+        out.cpu = cpu_rps
+    return out
+
+
+def efficiency(rps, ceilings):
+    low = ceilings.lowest()
+    return rps / low if low else None
+
+
+def waiting_threads(kind, path, *, workers=64, loops=1, pool=64, offload="standard",
+                    wait_mode="timer"):
+    """The threads a request to `path` holds while it waits in a server of this kind, or None
+    when a waiting request holds no thread (an async timer, a thread per call, a peer)."""
+    is_delay, is_block = path.startswith("/delay/"), path.startswith("/block/")
+    if kind == "blocking":
+        return workers if (is_delay or is_block) else None  # a worker sleeps through either
+    if kind != "async":
+        return None
+    if is_delay:
+        return loops if wait_mode == "sleep" else None  # the anti-pattern sleeps on the loop
+    if is_block:
+        return {"inline": loops, "thread": None}.get(offload, pool)
+    return None

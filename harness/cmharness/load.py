@@ -1,0 +1,200 @@
+"""cm-load, the C++ instrument: its command line, running it pinned, and LoadResult -- the one
+reader of its JSON (harness/load/README.md says what each field means). No other module reads
+cm-load's JSON by key.
+"""
+
+import dataclasses
+import json
+import os
+import subprocess
+import time
+
+from . import default_bin_dir, processes
+
+
+@dataclasses.dataclass
+class Percentiles:
+    mean: float
+    p50: float
+    p90: float
+    p99: float
+    p999: float
+    max: float
+
+    @classmethod
+    def of(cls, d):
+        return cls(*(float(d[k]) for k in ("mean", "p50", "p90", "p99", "p999", "max")))
+
+
+@dataclasses.dataclass
+class LoadResult:
+    """One cm-load run, typed. Latencies and overshoots in microseconds, as cm-load writes them."""
+
+    url: str
+    connections_requested: int
+    connections_open: int
+    connect_failures: dict
+    delay_mean_ms: float  # of --delay, 0 when the URL has no {ms}
+    warmup_s: float
+    duration_s: float
+    requests: int
+    rps: float
+    errors: dict  # kind -> count: connect, reset, timeout, status, body, early
+    errors_total: int
+    reconnects: int
+    connections_in_window: int
+    starved_connections: int
+    fairness_jain: float
+    max_gap_ms: float
+    latency_us: Percentiles
+    overshoot_us: Percentiles
+    client_cpu_s: float
+    client_spin_s: float
+    raw: dict
+
+    @classmethod
+    def from_json(cls, d):
+        """From cm-load's JSON document; KeyError / ValueError naming what is missing or wrong."""
+        if d.get("tool") != "cm-load":
+            raise ValueError("not cm-load's JSON (no \"tool\": \"cm-load\")")
+        delay = d["delay_ms"]
+        if delay is not None and not isinstance(delay, dict):
+            raise ValueError("delay_ms is neither null nor an object")
+        if not isinstance(d["connect_failures"], dict):
+            raise ValueError("connect_failures is not an object")
+        return cls(
+            url=d["url"], connections_requested=int(d["connections_requested"]),
+            connections_open=int(d["connections_open"]),
+            connect_failures={k: int(v) for k, v in d["connect_failures"].items()},
+            delay_mean_ms=float(delay["mean"]) if delay else 0.0,
+            warmup_s=float(d["warmup_s"]), duration_s=float(d["duration_s"]),
+            requests=int(d["requests"]), rps=float(d["rps"]),
+            errors={k: int(v) for k, v in d["errors"].items()},
+            errors_total=int(d["errors_total"]), reconnects=int(d.get("reconnects", 0)),
+            connections_in_window=int(d["connections_in_window"]),
+            starved_connections=int(d["starved_connections"]),
+            fairness_jain=float(d["fairness_jain"]), max_gap_ms=float(d["max_gap_ms"]),
+            latency_us=Percentiles.of(d["latency_us"]),
+            overshoot_us=Percentiles.of(d["overshoot_us"]),
+            client_cpu_s=float(d["client_cpu_s"]), client_spin_s=float(d.get("client_spin_s", 0)),
+            raw=d)
+
+    @classmethod
+    def read(cls, path):
+        with open(path) as f:
+            return cls.from_json(json.load(f))
+
+    @property
+    def served_connections(self):
+        """Little's law: rps x mean latency, the connections that had a request in flight on
+        average (a closed loop keeps one in flight on each connection it serves)."""
+        return self.rps * self.latency_us.mean / 1e6
+
+    @property
+    def responses_total(self):
+        """Correct answers over the whole run (connect phase and warm-up too, not only the
+        window); None when cm-load did not write it."""
+        n = self.raw.get("responses_total")
+        return None if n is None else int(n)
+
+    @property
+    def threads(self):
+        """cm-load's --threads (its event loops); 1 when cm-load did not write it."""
+        return int(self.raw.get("threads", 1))
+
+    @property
+    def client_work_s(self):
+        """cm-load's CPU in the window, less the polling with nothing to do (--spin-us)."""
+        return max(0.0, self.client_cpu_s - self.client_spin_s)
+
+
+def command(url, *, connections, threads=1, duration_s=2.0, warmup_s=1.0, timeout_ms=None,
+            delay=None, stagger_ms=None, json_path=None, quiet=True, extra=(), bin_dir=None):
+    """The cm-load command line for one run. `stagger_ms` spreads the first requests (0: no
+    stagger; None: with a delay, cm-load's own --stagger over the mean delay is not asked)."""
+    argv = [os.path.join(bin_dir or default_bin_dir(), "cm-load"), url,
+            "--connections", str(connections), "--threads", str(threads),
+            "--duration", f"{duration_s:g}", "--warmup", f"{warmup_s:g}"]
+    if timeout_ms is not None:
+        argv += ["--timeout", str(int(timeout_ms))]
+    if delay is not None:
+        argv += ["--delay", str(delay)]
+    if stagger_ms:
+        argv += ["--stagger-ms", str(int(round(stagger_ms)))]
+    if json_path:
+        argv += ["--json", json_path]
+    if quiet:
+        argv.append("--quiet")
+    return argv + list(extra)
+
+
+@dataclasses.dataclass
+class LoadRun:
+    """A run of cm-load: its result (None when it wrote none), how it ended, and when its measured
+    window was, on time.monotonic(), so the server's CPU can be read over that window."""
+
+    result: "LoadResult | None"
+    status: str  # "exit 0", "killed by signal 9", "timed out"
+    window: tuple  # (start, end) on time.monotonic()
+    log_tail: str
+    wall_s: float
+
+
+def run(argv, json_path, *, cpus=(), log_path, limit_s, on_poll=None, poll_s=0.005,
+        stop_when=None):
+    """Runs cm-load to its end (killed after limit_s), pinned to `cpus`. on_poll(now) is called
+    every poll_s while it runs (a server's CPU sampler). The window starts warmup_s after cm-load
+    says it "opened" its connections (after its stagger, when it staggers); without that line it is
+    the last duration_s before it exited. stop_when(), when given, is asked at every poll: once it
+    returns true cm-load is stopped (status "stopped early"), as when the server it loads died."""
+    if os.path.exists(json_path):
+        os.remove(json_path)
+    t0 = time.monotonic()
+    with open(log_path, "w") as log:
+        p = processes.start(argv, cpus, stdout=subprocess.DEVNULL, stderr=log)
+    opened = None
+    deadline = t0 + limit_s
+    status = None
+    while True:
+        now = time.monotonic()
+        if p.poll() is not None:
+            status = processes.describe(p.returncode)
+            break
+        if now > deadline:
+            processes.stop(p)
+            status = "timed out"
+            break
+        if stop_when is not None and stop_when():
+            processes.stop(p)
+            status = "stopped early"
+            break
+        if opened is None and "opened" in _read(log_path):
+            opened = now
+        if on_poll:
+            on_poll(now)
+        time.sleep(poll_s)
+    exited = time.monotonic()
+    result = LoadResult.read(json_path) if os.path.exists(json_path) else None
+    window = None
+    if result is not None:
+        start = (opened + _stagger_s(result) + result.warmup_s) if opened is not None else \
+            exited - result.duration_s
+        window = (start, start + result.duration_s)
+    return LoadRun(result, status, window, tail(log_path), exited - t0)
+
+
+def _stagger_s(result):
+    return float(result.raw.get("stagger_ms") or 0) / 1000 if result.raw.get("stagger") else 0.0
+
+
+def _read(path):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def tail(path, lines=3):
+    text = [line for line in _read(path).splitlines() if line.strip()]
+    return " | ".join(text[-lines:]) or "(no output)"

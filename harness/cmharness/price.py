@@ -1,0 +1,422 @@
+"""Runs a profile: every server validated, then measured in rounds, each figure priced within its
+round. This is how cm-price measures, and why (issue 20: "a figure is a claim"):
+
+- The servers are started once and kept running. In each round, in a new random order, every
+  server's CPU-ceiling row (/plaintext) is measured in a short window, one server after another
+  (the *sprint*): a ratio between two servers is taken within one sprint, seconds apart, so the
+  machine's drift over minutes does not enter it.
+- Then every other row, server by server in a new random order: the server's CPU ceiling again,
+  in a short window right before the row (back to back), then the row itself -- on the same server,
+  or on a freshly started one when the profile asks for `fresh_server` (so its RSS per connection
+  starts from nothing). The row's efficiency is its rps over the lowest of its ceilings, with the
+  CPU ceiling of that back-to-back window.
+- A row where a thread ceiling applies and the connections outnumber the threads (200 connections
+  on a pool of 64) answers in waves of the pool's size unless its first requests are spread: its
+  stagger spreads them over delay x connections / threads, so each thread's phase differs and the
+  answers flow evenly; a window of any length then counts whole waves' worth.
+"""
+
+import dataclasses
+import os
+import random
+import resource
+import sys
+import time
+
+from . import ceilings, load, proc, profiles, validate
+from .ceilings import Ceilings
+from .servers import Server, find_program, kind_of
+
+
+@dataclasses.dataclass
+class Settings:
+    bin_dir: str
+    work_dir: str
+    server_cpus: list
+    load_cpus: list
+    loops: int = 1
+    load_threads: int = 1
+    seed: int = 0
+    progress: bool = True
+
+
+@dataclasses.dataclass
+class Target:
+    """One server to price: a model of cm-server in one variant, or a reference peer."""
+
+    name: str
+    variant: profiles.Variant
+
+    @property
+    def kind(self):
+        return kind_of(self.name)
+
+    @property
+    def label(self):
+        v = self.variant.name
+        return self.name if v in ("standard", "-") else f"{self.name} ({v})"
+
+    def arg(self, flag, default):
+        a = self.variant.server_args
+        return a[a.index(flag) + 1] if flag in a[:-1] else default
+
+
+@dataclasses.dataclass
+class Measurement:
+    """One window of one row on one server in one round, priced."""
+
+    round: int
+    sequence: int
+    row: profiles.Row
+    result: "load.LoadResult | None" = None
+    error: str = ""
+    window_s: float = 0.0
+    server_cpu_s: float = 0.0
+    server_busy: float = 0.0
+    load_busy: float = 0.0
+    rss_before_kib: int = 0
+    peak_rss_kib: int = 0
+    steal: "float | None" = None
+    others: "float | None" = None
+    load_average: "float | None" = None
+    cpu_ceiling_rps: "float | None" = None  # the back-to-back window's rps
+    ceilings: Ceilings = dataclasses.field(default_factory=Ceilings)
+    efficiency: "float | None" = None
+    stagger_ms: float = 0.0
+    fresh_server: bool = False
+    is_ceiling: bool = False  # this window is the server's own CPU ceiling (not priced)
+    phase_s: float = 0.0  # added to the warm-up: a random phase within one delay
+    notes: list = dataclasses.field(default_factory=list)  # (kind, text)
+
+    @property
+    def ok(self):
+        return self.result is not None and not self.error
+
+    @property
+    def rps(self):
+        return self.result.rps if self.ok else None
+
+
+def plan_targets(profile, built, only=(), peers=True):
+    """The targets of a profile (models in each variant, then installed peers) and what was
+    skipped, with why. `only` must name built models or peers."""
+    for name in only:
+        if name not in built and name not in ("nginx", "node"):
+            raise profiles.ProfileError(
+                f'--models: "{name}" is not a built model (built: {", ".join(built)})')
+    wanted = (lambda n: not only or n in only)
+    targets, skipped = [], []
+    for name in built:
+        if wanted(name) and not (profile.models == "async" and name == "blocking"):
+            targets += [Target(name, v) for v in profile.variants]
+    for peer in profile.peers if peers else ():
+        if not wanted(peer):
+            continue
+        if find_program(peer):
+            targets.append(Target(peer, profiles.Variant("-")))
+        else:
+            package = "nginx-light" if peer == "nginx" else "nodejs"
+            skipped.append(f"{peer}: not installed (scripts/install-deps installs {package})")
+    return targets, skipped
+
+
+def rows_for(target, rows):
+    """nginx is priced on /plaintext only; node on /plaintext and /delay; a model on every row."""
+    if target.name == "nginx":
+        return [r for r in rows if r.path == "/plaintext"]
+    if target.name == "node":
+        return [r for r in rows if r.path == "/plaintext" or r.path.startswith("/delay/")]
+    return list(rows)
+
+
+def waiting_threads(target, profile, settings, path):
+    return ceilings.waiting_threads(
+        target.kind, path, workers=profile.blocking_workers, loops=settings.loops,
+        pool=profile.pool, offload=target.arg("--offload", "standard"),
+        wait_mode=target.arg("--wait-mode", "timer"))
+
+
+def stagger_ms(row, threads, cap_ms):
+    """The spread of a row's first requests: none unless the row asks; one mean delay; or, where
+    the connections outnumber the threads that hold a waiting request, delay x connections /
+    threads (so the threads' phases spread over one delay), at most cap_ms."""
+    if not row.stagger or row.mean_delay_ms <= 0:
+        return 0.0
+    spread = row.mean_delay_ms
+    if threads and row.connections > threads:
+        spread = row.mean_delay_ms * row.connections / threads
+    return min(spread, float(cap_ms))
+
+
+def cpu_between(samples, t0, t1):
+    """Server CPU seconds between two instants, interpolated from (time, cpu) samples."""
+    if not samples:
+        return 0.0
+
+    def at(t):
+        if t <= samples[0][0]:
+            return samples[0][1]
+        if t >= samples[-1][0]:
+            return samples[-1][1]
+        for (ta, ca), (tb, cb) in zip(samples, samples[1:]):
+            if ta <= t <= tb:
+                return ca + (cb - ca) * (t - ta) / (tb - ta) if tb > ta else cb
+        return samples[-1][1]
+
+    return max(0.0, at(t1) - at(t0))
+
+
+class Runner:
+    """Measures every target of a profile in rounds (see the module's docstring)."""
+
+    def __init__(self, profile, settings, targets):
+        self.profile, self.settings, self.targets = profile, settings, targets
+        self.rng = random.Random(settings.seed)
+        self.servers = {}  # label -> the long-running Server
+        self.refused = {}  # label -> why it is not priced
+        self.validations = {}  # label -> Validation
+        self.threads = {}  # label -> "1 loop, pool 64", "64 workers", ...
+        self.measurements = {}  # (label, row key) -> [Measurement per round]
+        self.sequence = 0
+        self.orders = []  # the order of each round's sprint, for the record
+        self.ceiling_row = next((r for r in profile.rows if r.cpu_ceiling), None)
+
+    def log(self, text):
+        if self.settings.progress:
+            print(f"cm-price: {text}", file=sys.stderr, flush=True)
+
+    def start_server(self, target):
+        p, s = self.profile, self.settings
+        threads = p.blocking_workers if target.kind == "blocking" else s.loops
+        return Server(target.name, cpus=s.server_cpus, threads=threads, pool=p.pool,
+                      args=target.variant.server_args, bin_dir=s.bin_dir, workdir=s.work_dir,
+                      settle_s=0.2)
+
+    def is_ceiling(self, target, row):
+        """A CPU-ceiling row of a target that is its own ceiling source: measured in the sprint,
+        not priced. Another variant's /plaintext is an ordinary row, priced against it."""
+        return row.cpu_ceiling and self.ceiling_source(target) is target
+
+    def ceiling_source(self, target):
+        """The target whose /plaintext is this one's CPU ceiling: the first variant of the same
+        server (offload: inline, where the trivial request runs on the loop)."""
+        return next(t for t in self.targets if t.name == target.name)
+
+    # -- validation -----------------------------------------------------------------------------
+
+    def validate_all(self):
+        for t in self.targets:
+            rows = rows_for(t, self.profile.rows)
+            try:
+                server = self.start_server(t)
+            except (RuntimeError, OSError) as e:
+                self.refused[t.label] = f"could not start: {e}"
+                continue
+            self.servers[t.label] = server
+            self.threads[t.label] = server.threads_label
+            v = validate.validate(
+                server.port, plaintext=any(r.path == "/plaintext" for r in rows),
+                delay=t.kind != "peer" or any(r.path.startswith("/delay/") for r in rows),
+                block=any(r.path.startswith("/block/") for r in rows),
+                cpu_us=sorted({int(r.compute_us) for r in rows if r.compute_us > 0}))
+            self.validations[t.label] = v
+            self.log(f"{t.label}: " + ("valid" if v.ok else f"refused: {v.failure}"))
+            if not v.ok:
+                self.refused[t.label] = f"failed validation: {v.failure}"
+                server.close()
+                del self.servers[t.label]
+
+    def priced(self):
+        return [t for t in self.targets if t.label not in self.refused]
+
+    # -- one window -----------------------------------------------------------------------------
+
+    def measure(self, target, server, row, rnd, *, duration_s, warmup_s):
+        """One cm-load window of `row` on `server`, with the server's CPU over the window."""
+        p, s = self.profile, self.settings
+        self.sequence += 1
+        m = Measurement(rnd, self.sequence, row)
+        threads = waiting_threads(target, p, s, row.path)
+        m.stagger_ms = stagger_ms(row, threads, p.stagger_cap_ms)
+        # A random phase within one delay: answers that come in waves are then counted, on
+        # average, at their true rate, whatever the window's length.
+        m.phase_s = self.rng.uniform(0, row.mean_delay_ms / 1000) if not m.is_ceiling else 0.0
+        warmup_s += m.phase_s
+        tag = os.path.join(s.work_dir, f"{self.sequence:05d}")
+        argv = load.command(server.url(row.path), connections=row.connections,
+                            threads=s.load_threads, duration_s=duration_s, warmup_s=warmup_s,
+                            timeout_ms=profiles.timeout_ms(p, row), delay=row.delay,
+                            stagger_ms=m.stagger_ms, json_path=tag + ".json", bin_dir=s.bin_dir)
+        limit = warmup_s + duration_s + m.stagger_ms / 1000 + 120
+        try:
+            server.reset_peak_rss()
+            m.rss_before_kib = server.readings().rss_kib
+            self._run_window(m, server, argv, tag, limit)
+        except (RuntimeError, OSError, ValueError, KeyError) as e:
+            m.error = m.error or str(e)
+        return m
+
+    def _run_window(self, m, server, argv, tag, limit):
+        samples, last = [], [0.0]
+
+        def sample(now):
+            if now - last[0] >= 0.05:
+                last[0] = now
+                samples.append((now, server.cpu_seconds()))
+
+        ticks = proc.machine_ticks()
+        cpu0 = server.cpu_seconds()
+        kids0 = _children_cpu()
+        run = load.run(argv, tag + ".json", cpus=self.settings.load_cpus, log_path=tag + ".log",
+                       limit_s=limit, on_poll=sample)
+        if run.result is None:
+            m.error = f"cm-load {run.status}: {run.log_tail}"
+            return
+        sample(time.monotonic() + 1)
+        m.result, m.window_s = run.result, run.result.duration_s
+        m.server_cpu_s = cpu_between(samples, *run.window)
+        m.server_busy = m.server_cpu_s / (m.window_s * max(1, len(self.settings.server_cpus)))
+        m.load_busy = m.result.client_work_s / (m.window_s * max(1, len(self.settings.load_cpus)))
+        m.steal, m.others = proc.machine_share(ticks, proc.machine_ticks(),
+                                               server.cpu_seconds() - cpu0, _children_cpu() - kids0)
+        m.load_average = proc.load_average()[0]
+        m.peak_rss_kib = server.readings().peak_rss_kib
+        if run.status != "exit 0":
+            m.notes.append(("load-status", f"cm-load {run.status}: {run.log_tail}"))
+
+    # -- the rounds -----------------------------------------------------------------------------
+
+    def record(self, target, m):
+        rounds = self.measurements.setdefault((target.label, m.row.key),
+                                              [None] * self.profile.rounds)
+        rounds[m.round] = m
+
+    def ceiling_window(self, target, rnd):
+        """A short /plaintext window on the ceiling source's running server."""
+        source = self.ceiling_source(target)
+        if source.label in self.refused or self.ceiling_row is None:
+            return None
+        return self.measure(source, self.servers[source.label], self.ceiling_row, rnd,
+                            duration_s=self.profile.ceiling_duration_s,
+                            warmup_s=self.profile.ceiling_warmup_s)
+
+    def sprint(self, rnd):
+        order = [t for t in self.priced() if self.ceiling_row in rows_for(t, self.profile.rows)
+                 and self.ceiling_source(t) is t]
+        self.rng.shuffle(order)
+        self.orders.append([t.label for t in order])
+        for t in order:
+            self.log(f"round {rnd + 1}/{self.profile.rounds}: {t.label} {self.ceiling_row.label()}")
+            m = self.ceiling_window(t, rnd)
+            m.is_ceiling = True
+            m.cpu_ceiling_rps = m.rps
+            price(m, t, self.profile, self.settings)
+            self.record(t, m)
+
+    def row_round(self, row, rnd):
+        order = [t for t in self.priced() if row in rows_for(t, self.profile.rows)
+                 and not self.is_ceiling(t, row)]
+        self.rng.shuffle(order)
+        for t in order:
+            self.log(f"round {rnd + 1}/{self.profile.rounds}: {t.label} {row.label()}")
+            sprinted = self.sprint_ceiling(t, row, rnd)
+            ceiling = None if sprinted else self.ceiling_window(t, rnd)
+            m = self.measure_row(t, row, rnd)
+            if sprinted:
+                m.cpu_ceiling_rps = sprinted
+                m.notes.append(("ceiling-from-sprint", "its CPU ceiling is this round's sprint "
+                                "window: more than twice the lowest other ceiling, it cannot "
+                                "bind, so no window was spent on it back to back"))
+            else:
+                m.cpu_ceiling_rps = ceiling.rps if ceiling is not None and ceiling.ok else None
+            price(m, t, self.profile, self.settings)
+            self.record(t, m)
+
+    def sprint_ceiling(self, target, row, rnd):
+        """This round's sprint ceiling of the target when it exceeds the row's lowest other
+        ceiling by more than the profile's ceiling_margin (so it cannot bind whatever the machine
+        does between the two), else None: the row needs its ceiling back to back."""
+        source = self.ceiling_source(target)
+        rounds = self.measurements.get((source.label, getattr(self.ceiling_row, "key", None)))
+        m = rounds[rnd] if rounds else None
+        if m is None or not m.ok or row.compute_us > 0:
+            return None
+        threads = waiting_threads(target, self.profile, self.settings, row.path)
+        other = ceilings.compute(row.connections, row.mean_delay_ms, threads).lowest()
+        return m.rps if other and m.rps > self.profile.ceiling_margin * other else None
+
+    def measure_row(self, target, row, rnd):
+        p = self.profile
+        if not p.fresh_server:
+            return self.measure(target, self.servers[target.label], row, rnd,
+                                duration_s=p.duration_s, warmup_s=p.warmup_s)
+        try:
+            with self.start_server(target) as server:
+                m = self.measure(target, server, row, rnd, duration_s=p.duration_s,
+                                 warmup_s=p.warmup_s)
+                m.fresh_server = True
+                ended = server.stop()
+                if ended != "exit 0":
+                    m.notes.append(("server-stop", f"the server ended with {ended} on SIGTERM"))
+                return m
+        except (RuntimeError, OSError) as e:
+            self.sequence += 1
+            return Measurement(rnd, self.sequence, row, error=f"could not start: {e}")
+
+    def run(self):
+        self.validate_all()
+        for rnd in range(self.profile.rounds):
+            if self.ceiling_row is not None:
+                self.sprint(rnd)
+            for row in self.profile.rows:
+                self.row_round(row, rnd)
+        for server in self.servers.values():
+            server.close()
+        return self
+
+
+def _children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def price(m, target, profile, settings):
+    """Prices one measurement against its ceilings; adds the notes its numbers alone do not say."""
+    if not m.ok:
+        return
+    r, row = m.result, m.row
+    offered = r.connections_open if r.connect_failures else row.connections
+    threads = waiting_threads(target, profile, settings, row.path)
+    mean_delay = r.delay_mean_ms or row.mean_delay_ms
+    m.ceilings = ceilings.compute(offered, mean_delay, threads, m.cpu_ceiling_rps, row.compute_us,
+                                  len(settings.server_cpus) or 1)
+    m.efficiency = None if m.is_ceiling else ceilings.efficiency(r.rps, m.ceilings)
+    _notes(m, target, offered, threads, mean_delay, profile)
+
+
+def _notes(m, target, offered, threads, mean_delay, profile):
+    r = m.result
+    if r.connect_failures:
+        why = ", ".join(f"{k} x{v}" for k, v in r.connect_failures.items())
+        m.notes.append(("connect-failed", f"cm-load could not open every connection ({why}); "
+                        f"{r.connections_open} of {m.row.connections} were open at the end, and "
+                        "the ceilings use that"))
+    served = r.served_connections
+    if offered > 0 and served < 0.9 * offered:
+        text = f"about {served:,.0f} of {offered:,} connections were served (rps x mean latency)"
+        if target.kind == "blocking":
+            text += (f"; with keep-alive a worker serves one connection until it closes, so the "
+                     f"connections beyond the {profile.blocking_workers} workers wait in the "
+                     "accept queue (a property of the model, not a validation failure)")
+        elif r.errors.get("timeout", 0):
+            text += f"; {r.errors['timeout']} requests waited past cm-load's timeout"
+        m.notes.append(("unserved", text))
+    if target.kind == "async" and threads and offered > threads and mean_delay > 0:
+        m.notes.append(("pool-queue", f"{offered:,} connections share {threads} threads for a "
+                        f"{mean_delay:g} ms blocking call: a request queues about "
+                        f"({offered} / {threads} - 1) x {mean_delay:g} = "
+                        f"{(offered / threads - 1) * mean_delay:,.0f} ms, its overshoot"))
+    if m.efficiency is not None and m.efficiency > 1.0:
+        m.notes.append(("above-ceiling", f"{m.efficiency:.1%} of its {m.ceilings.bound()} "
+                        "ceiling: more than a server can answer while honouring the delay, so "
+                        "the window or the ceiling was mismeasured in this round"))

@@ -1,0 +1,230 @@
+"""A pricing profile (a JSON file in harness/profiles/): which servers, which rows, how long, how many
+rounds. Every knob has a cm-price flag that overrides it, so the same command prices a bigger machine.
+
+    {"name": "quick", "rounds": 6, "duration_s": 1.0, "warmup_s": 0.3,
+     "ceiling_window": {"duration_s": 0.75, "warmup_s": 0.25},
+     "models": "all", "peers": ["nginx", "node"], "server": {"blocking_workers": 64, "pool": 64},
+     "fresh_server": false, "chart": "bars",
+     "rows": [{"id": "plaintext", "path": "/plaintext", "connections": [128], "cpu_ceiling": true},
+              {"id": "delay", "path": "/delay/{ms}", "delay_ms": [100], "connections": [2000],
+               "sweep": true, "stagger": true}]}
+
+A row with "cpu_ceiling" is the server's CPU ceiling: it is measured in short windows on servers
+kept running, alternated between the servers in each round (ceiling_window), and again right before
+every other row of the same server (back to back), which is priced against it.
+"""
+
+import dataclasses
+import json
+import os
+
+from . import ROOT
+
+PROFILES_DIR = os.path.join(ROOT, "harness", "profiles")
+CHARTS = ("bars", "sweep", "offload")
+
+
+class ProfileError(ValueError):
+    pass
+
+
+@dataclasses.dataclass
+class Variant:
+    name: str = "standard"
+    server_args: list = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class Row:
+    """One concrete row: a path at one delay and one connection count."""
+
+    id: str
+    path: str  # a template while it has {ms}
+    connections: int
+    delay: "str | None" = None  # "100" or "10:90"
+    cpu_ceiling: bool = False
+    stagger: bool = False
+    sweep: bool = False
+
+    @property
+    def mean_delay_ms(self):
+        """The mean of the delay, or N of a literal /delay/N or /block/N; 0 otherwise."""
+        if self.delay is not None:
+            lo, hi = parse_delay(self.delay)
+            return (lo + hi) / 2
+        for prefix in ("/delay/", "/block/"):
+            if self.path.startswith(prefix) and self.path[len(prefix):].isdigit():
+                return float(self.path[len(prefix):])
+        return 0.0
+
+    @property
+    def compute_us(self):
+        tail = self.path[len("/cpu/"):] if self.path.startswith("/cpu/") else ""
+        return float(tail) if tail.isdigit() else 0.0
+
+    @property
+    def key(self):
+        """"delay 100 2000": what names the row in a table, a claim and a figure."""
+        return f"{self.id} {self.delay or '-'} {self.connections}"
+
+    def label(self):
+        path = self.path.replace("{ms}", self.delay) if self.delay else self.path
+        return f"{path} x {self.connections:,}"
+
+
+@dataclasses.dataclass
+class Profile:
+    name: str
+    description: str = ""
+    duration_s: float = 2.0
+    warmup_s: float = 0.5
+    ceiling_duration_s: float = 0.75
+    ceiling_warmup_s: float = 0.25
+    rounds: int = 6
+    timeout_ms: "int | None" = None
+    models: str = "all"
+    peers: list = dataclasses.field(default_factory=list)
+    blocking_workers: int = 64
+    pool: int = 64
+    loops: "int | None" = None
+    server_cpus: "int | None" = None
+    load_threads: "int | None" = None
+    fresh_server: bool = False
+    stagger_cap_ms: int = 4000
+    ceiling_margin: float = 2.0  # a CPU ceiling this many times the lowest other one cannot bind
+    chart: str = "bars"
+    variants: list = dataclasses.field(default_factory=lambda: [Variant()])
+    rows: list = dataclasses.field(default_factory=list)  # Row, CPU-ceiling rows first
+
+
+def parse_delay(text):
+    """"100" -> (100, 100); "10:90" -> (10, 90); ProfileError otherwise."""
+    parts = str(text).split(":")
+    if len(parts) > 2 or not all(p.isdigit() for p in parts):
+        raise ProfileError(f'delay "{text}": expected ms ("100") or a range ("10:90")')
+    lo, hi = int(parts[0]), int(parts[-1])
+    if lo > hi or hi > 60000:
+        raise ProfileError(f'delay "{text}": expected 0 <= A <= B <= 60000')
+    return lo, hi
+
+
+def _only(d, keys, where):
+    for k in d:
+        if k not in keys:
+            raise ProfileError(f'{where}: unknown key "{k}"')
+
+
+def _positive(v, where):
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or v <= 0:
+        raise ProfileError(f"{where}: expected a positive number, not {v!r}")
+    return v
+
+
+_TOP = {"name", "description", "duration_s", "warmup_s", "ceiling_window", "rounds", "timeout_ms",
+        "models", "peers", "server", "load_threads", "fresh_server", "stagger_cap_ms", "chart",
+        "ceiling_margin",
+        "variants", "rows"}
+_ROW = {"id", "path", "delay_ms", "connections", "sweep", "cpu_ceiling", "stagger"}
+
+
+def parse(doc):
+    """A Profile from its JSON document; ProfileError naming the key that is wrong or unknown."""
+    _only(doc, _TOP, "profile")
+    if "name" not in doc:
+        raise ProfileError('profile: "name" is required')
+    p = Profile(name=doc["name"], description=doc.get("description", ""))
+    for key in ("duration_s", "warmup_s", "rounds", "timeout_ms", "load_threads", "stagger_cap_ms",
+                "ceiling_margin"):
+        if key in doc:
+            setattr(p, key, _positive(doc[key], key) if key != "warmup_s" else float(doc[key]))
+    window = doc.get("ceiling_window", {})
+    _only(window, {"duration_s", "warmup_s"}, "ceiling_window")
+    p.ceiling_duration_s = float(window.get("duration_s", p.ceiling_duration_s))
+    p.ceiling_warmup_s = float(window.get("warmup_s", p.ceiling_warmup_s))
+    p.models = doc.get("models", "all")
+    if p.models not in ("all", "async"):
+        raise ProfileError('models: "all" or "async"')
+    p.peers = list(doc.get("peers", []))
+    for peer in p.peers:
+        if peer not in ("nginx", "node"):
+            raise ProfileError(f'peers: "nginx" or "node", not "{peer}"')
+    server = doc.get("server", {})
+    _only(server, {"blocking_workers", "pool", "loops", "cpus"}, "server")
+    p.blocking_workers = int(server.get("blocking_workers", p.blocking_workers))
+    p.pool = int(server.get("pool", p.pool))
+    p.loops = server.get("loops")
+    p.server_cpus = server.get("cpus")
+    p.fresh_server = bool(doc.get("fresh_server", False))
+    p.chart = doc.get("chart", "bars")
+    if p.chart not in CHARTS:
+        raise ProfileError(f"chart: one of {', '.join(CHARTS)}")
+    if "variants" in doc:
+        p.variants = [Variant(v["name"], list(v.get("server_args", []))) for v in doc["variants"]]
+    if not doc.get("rows"):
+        raise ProfileError("rows: expected a non-empty list")
+    p.rows = _rows(doc["rows"])
+    return p
+
+
+def _rows(specs):
+    rows = []
+    for i, spec in enumerate(specs):
+        where = f"rows[{i}]"
+        _only(spec, _ROW, where)
+        if "{ms}" in spec["path"] and not spec.get("delay_ms"):
+            raise ProfileError(f"{where}: a path with {{ms}} needs delay_ms")
+        delays = [str(d) for d in spec.get("delay_ms", [])] or [None]
+        for d in delays:
+            if d is not None:
+                parse_delay(d)
+            for c in spec["connections"]:
+                rows.append(Row(spec["id"], spec["path"], int(_positive(c, where + ".connections")),
+                                d, bool(spec.get("cpu_ceiling")), bool(spec.get("stagger")),
+                                bool(spec.get("sweep"))))
+    return sorted(rows, key=lambda r: not r.cpu_ceiling)  # stable: file order otherwise
+
+
+def load(name_or_path, profiles_dir=PROFILES_DIR):
+    path = name_or_path if os.path.isfile(name_or_path) else \
+        os.path.join(profiles_dir, f"{name_or_path}.json")
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except FileNotFoundError:
+        known = sorted(n[:-5] for n in os.listdir(profiles_dir) if n.endswith(".json"))
+        raise ProfileError(f'no profile "{name_or_path}" (known: {", ".join(known)})') from None
+    except json.JSONDecodeError as e:
+        raise ProfileError(f"{path}: {e}") from None
+    return parse(doc)
+
+
+def apply_overrides(p, *, connections=None, delays=None, **knobs):
+    """Applies cm-price's flags: `connections` and `delays` replace the sweep rows' lists; every
+    other knob (rounds, duration_s, ...) replaces the profile's value when it is not None."""
+    for key, value in knobs.items():
+        if value is not None:
+            if not hasattr(p, key):
+                raise ProfileError(f"unknown knob {key}")
+            setattr(p, key, value)
+    if connections or delays:
+        fixed = [r for r in p.rows if not r.sweep]
+        swept = {}
+        for r in p.rows:
+            if r.sweep:
+                swept.setdefault((r.id, r.path), r)
+        for r in swept.values():
+            for d in (delays or [r.delay]):
+                for c in (connections or [r.connections]):
+                    fixed.append(dataclasses.replace(r, delay=d, connections=int(c)))
+        p.rows = sorted(fixed, key=lambda r: not r.cpu_ceiling)
+    if p.rounds < 1:
+        raise ProfileError("rounds: at least 1")
+    return p
+
+
+def timeout_ms(p, row):
+    """cm-load's --timeout for a row: the profile's, or max(2000, 3 x the longest delay) ms."""
+    if p.timeout_ms:
+        return int(p.timeout_ms)
+    longest = parse_delay(row.delay)[1] if row.delay else row.mean_delay_ms
+    return int(max(2000, 3 * longest))

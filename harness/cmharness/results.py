@@ -1,0 +1,222 @@
+"""Writing a result: the JSON every other tool reads (results.json), its CSV, its Markdown, and the
+chart call -- and the claims a result makes, each an Estimate with its interval.
+
+results.json (schema 2):
+    {"schema": 2, "meta": {..., "provenance": {"machine", "commit", "trees", ...}},
+     "skipped": [...], "targets": [{"name", "variant", "label", "rows": [row, ...], ...}],
+     "claims": [{"id", "servers", "kind", "estimate", "above_ceiling", ...}]}
+A row has "summary" (each figure's median, min, max, spread over the rounds: what
+docs/tools/figures.py quotes) and "rounds" (every measurement, priced).
+"""
+
+import csv
+import io
+import json
+import os
+import subprocess
+
+from . import PYTHON, ROOT, stats
+
+SCHEMA = 2
+
+
+def spread(values):
+    """{median, min, max, spread, n} of the values present, or None."""
+    xs = [v for v in values if v is not None]
+    if not xs:
+        return None
+    med = stats.median(xs)
+    rel = (max(xs) - min(xs)) / med if med else (0.0 if max(xs) == min(xs) else float("inf"))
+    return {"median": med, "min": min(xs), "max": max(xs), "spread": rel, "n": len(xs)}
+
+
+def measurement_json(m):
+    r = m.result
+    out = {"round": m.round, "sequence": m.sequence, "error": m.error, "rps": m.rps,
+           "efficiency": m.efficiency, "bound": m.ceilings.bound() if m.ok else "",
+           "ceilings": {"connection": m.ceilings.connection, "thread": m.ceilings.thread,
+                        "cpu": m.ceilings.cpu},
+           "cpu_ceiling_rps": m.cpu_ceiling_rps, "stagger_ms": m.stagger_ms, "phase_s": m.phase_s,
+           "fresh_server": m.fresh_server, "server_cpu_s": m.server_cpu_s,
+           "server_busy": m.server_busy, "load_busy": m.load_busy,
+           "rss_before_kib": m.rss_before_kib, "peak_rss_kib": m.peak_rss_kib, "steal": m.steal,
+           "others": m.others, "load_average_1m": m.load_average,
+           "notes": [{"kind": k, "text": t} for k, t in m.notes], "load": r.raw if r else None}
+    return out
+
+
+def _per_request_ms(m):
+    """Server CPU ms per 1,000 answers in the window."""
+    answered = m.result.rps * m.window_s
+    return m.server_cpu_s * 1e6 / answered if answered else None
+
+
+def _rss_per_connection(m):
+    grown = m.peak_rss_kib - m.rss_before_kib
+    return grown / m.row.connections if m.row.connections else None
+
+
+FIGURES = {  # summary key -> what it is of one measurement
+    "rps": lambda m: m.rps,
+    "efficiency": lambda m: m.efficiency,
+    "cpu_ceiling": lambda m: m.ceilings.cpu,
+    "connection_ceiling": lambda m: m.ceilings.connection,
+    "thread_ceiling": lambda m: m.ceilings.thread,
+    "lowest_ceiling": lambda m: m.ceilings.lowest(),
+    "latency_p50_ms": lambda m: m.result.latency_us.p50 / 1000,
+    "latency_p99_ms": lambda m: m.result.latency_us.p99 / 1000,
+    "overshoot_p99_ms": lambda m: m.result.overshoot_us.p99 / 1000,
+    "served_connections": lambda m: m.result.served_connections,
+    "connections_open": lambda m: m.result.connections_open,
+    "starved_connections": lambda m: m.result.starved_connections,
+    "fairness_jain": lambda m: m.result.fairness_jain,
+    "server_cpu_ms_per_1k": _per_request_ms,
+    "server_busy": lambda m: m.server_busy,
+    "load_busy": lambda m: m.load_busy,
+    "peak_rss_mib": lambda m: m.peak_rss_kib / 1024,
+    "rss_per_connection_kib": _rss_per_connection,
+}
+
+
+def summarize(rounds):
+    """A row over its rounds: every figure's spread, the errors summed, the bound(s)."""
+    ok = [m for m in rounds if m is not None and m.ok]
+    summary = {key: spread([f(m) for m in ok]) for key, f in FIGURES.items()}
+    summary["errors_total"] = sum(m.result.errors_total for m in ok)
+    errors = {}
+    for m in ok:
+        for kind, n in m.result.errors.items():
+            errors[kind] = errors.get(kind, 0) + n
+    summary["errors"] = errors
+    summary["efficiency_interval"] = _json(stats.estimate([m.efficiency for m in ok]))
+    bounds = sorted({m.ceilings.bound() for m in ok if not m.is_ceiling})
+    return summary, " or ".join(bounds)  # "a or b": the rounds differ in what binds
+
+
+def _json(est):
+    return est.to_json() if est else None
+
+
+def row_json(target, row, rounds):
+    summary, bound = summarize(rounds)
+    ok = [m for m in rounds if m is not None and m.ok]
+    return {
+        "server": target.name, "variant": target.variant.name, "label": target.label,
+        "id": row.id, "key": row.key, "path": row.path, "delay": row.delay,
+        "mean_delay_ms": row.mean_delay_ms, "connections_requested": row.connections,
+        "cpu_ceiling_row": any(m.is_ceiling for m in ok), "bound": bound, "summary": summary,
+        "rounds_measured": len(ok), "stagger_ms": ok[0].stagger_ms if ok else 0,
+        "rounds": [measurement_json(m) if m is not None else {"error": "not run"}
+                   for m in rounds],
+    }
+
+
+def claims(runner):
+    """Every comparative figure of a run, as an Estimate: each non-ceiling row's efficiency, and
+    each server's CPU-ceiling rps over nginx's (or node's when there is no nginx) within a round."""
+    out = []
+    for (label, key), rounds in runner.measurements.items():
+        target = next(t for t in runner.targets if t.label == label)
+        first = next(m for m in rounds if m is not None)
+        row = first.row
+        if not first.is_ceiling:
+            est = stats.estimate([m.efficiency for m in rounds if m is not None and m.ok])
+            if est:
+                out.append(_claim(target, row, "efficiency", est, [target.name]))
+    reference = next((p for p in ("nginx", "node") if (p, _ceiling_key(runner)) in
+                      runner.measurements), None)
+    if reference and runner.ceiling_row is not None:
+        ref = [m.rps if m else None for m in runner.measurements[(reference, _ceiling_key(runner))]]
+        for (label, key), rounds in runner.measurements.items():
+            if key != _ceiling_key(runner) or label == reference or \
+                    not any(m is not None and m.is_ceiling for m in rounds):
+                continue
+            target = next(t for t in runner.targets if t.label == label)
+            est = stats.paired_ratio([m.rps if m else None for m in rounds], ref)
+            if est:
+                out.append(_claim(target, runner.ceiling_row, "ratio", est,
+                                  [target.name, reference], reference))
+    return out
+
+
+def _ceiling_key(runner):
+    return runner.ceiling_row.key if runner.ceiling_row is not None else None
+
+
+def _claim(target, row, kind, est, servers, reference=None):
+    cid = f"{target.label} {row.key} {kind}" + (f" {reference}" if reference else "")
+    return {"id": cid, "server": target.name, "variant": target.variant.name,
+            "label": target.label, "row": row.key, "path": row.path, "kind": kind,
+            "reference": reference, "servers": servers, "estimate": est.to_json(),
+            "above_ceiling": kind == "efficiency" and stats.above_ceiling(est)}
+
+
+def document(runner, meta, skipped):
+    targets = []
+    for t in runner.targets:
+        rows = [row_json(t, r, runner.measurements[(t.label, r.key)])
+                for r in runner.profile.rows if (t.label, r.key) in runner.measurements]
+        v = runner.validations.get(t.label)
+        targets.append({"name": t.name, "variant": t.variant.name, "label": t.label,
+                        "kind": t.kind, "threads": runner.threads.get(t.label, ""), "priced": t.label not in runner.refused,
+                        "refused": runner.refused.get(t.label, ""),
+                        "validation": {"ok": v.ok, "failure": v.failure, "passed": v.passed}
+                        if v else None, "rows": rows})
+    return {"schema": SCHEMA, "meta": meta, "skipped": skipped, "targets": targets,
+            "claims": claims(runner)}
+
+
+def csv_text(runner):
+    """Every measurement, one line each: the server, the row, the round and every figure."""
+    out = io.StringIO()
+    w = csv.writer(out)
+    keys = list(FIGURES)
+    w.writerow(["server", "variant", "row", "round", "error", *keys])
+    for (label, key), rounds in runner.measurements.items():
+        target = next(t for t in runner.targets if t.label == label)
+        for k, m in enumerate(rounds):
+            values = [_value(f, m) for f in FIGURES.values()] if m is not None and m.ok else \
+                [""] * len(keys)
+            w.writerow([target.name, target.variant.name, key, k,
+                        m.error if m is not None else "not run", *values])
+    return out.getvalue()
+
+
+def _value(f, m):
+    v = f(m)
+    return "" if v is None else (f"{v:.6g}" if isinstance(v, float) else v)
+
+
+def write(doc, folder, markdown, csv_content, charts=True):
+    """Writes results.json, results.csv, machine.json, machine.md and results.md into folder, and
+    draws the charts (harness/plot, with Debian's python3). Returns a note when no chart was drawn."""
+    from . import provenance
+
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "results.json")
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    with open(os.path.join(folder, "results.csv"), "w") as f:
+        f.write(csv_content)
+    machine = doc["meta"]["provenance"]["machine"]
+    with open(os.path.join(folder, "machine.json"), "w") as f:
+        json.dump(machine, f, indent=1)
+    with open(os.path.join(folder, "machine.md"), "w") as f:
+        f.write(provenance.machine_markdown(machine))
+    note = chart(path) if charts else ""
+    with open(os.path.join(folder, "results.md"), "w") as f:
+        f.write(markdown(doc, charts_in(folder), note))
+    return note
+
+
+def chart(results_json):
+    cmd = [PYTHON, os.path.join(ROOT, "harness", "plot"), results_json]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        return f"charts: `{' '.join(cmd)}` failed ({p.stderr.strip()[-300:]}); none drawn"
+    return ""
+
+
+def charts_in(folder):
+    return sorted(n for n in os.listdir(folder) if n.endswith(".png"))

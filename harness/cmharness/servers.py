@@ -1,0 +1,267 @@
+"""Server: one server on a port of its own -- a model of cm-server, nginx or node -- pinned to its
+CPUs, read from /proc, and stopped (SIGTERM, then SIGKILL) when it is closed or the tool exits.
+
+    with Server("asio_coro", cpus=[0], threads=1, pool=64) as s:
+        ... s.port ... s.cpu_seconds() ... s.readings()
+
+The one server runner of the harness: every tool that starts a server starts it here.
+"""
+
+import dataclasses
+import http.client
+import os
+import shutil
+import socket
+import tempfile
+import time
+
+from . import ROOT, default_bin_dir, proc, processes
+
+PEERS = ("nginx", "node")
+PACKAGE = {"nginx": "nginx-light", "node": "nodejs"}
+
+
+def find_program(name):
+    """An executable on PATH or in the sbin folders, or None."""
+    path = os.environ.get("PATH", "") + ":/usr/sbin:/sbin:/usr/local/sbin"
+    return shutil.which(name, path=path)
+
+
+def kind_of(name):
+    """"blocking", "async" or "peer": which ceilings apply to a server of this name."""
+    if name in PEERS:
+        return "peer"
+    return "blocking" if name == "blocking" else "async"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def accepts(port, timeout=1.0):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def get(port, path, timeout=5.0):
+    """(status, body) of one GET on a new connection."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+def built_models(bin_dir=None):
+    """cm-server --list-models, the names in order."""
+    import subprocess
+
+    server = os.path.join(bin_dir or default_bin_dir(), "cm-server")
+    out = subprocess.run([server, "--list-models"], capture_output=True, text=True, check=True)
+    return [line.split()[0] for line in out.stdout.splitlines() if line.strip()]
+
+
+@dataclasses.dataclass
+class Readings:
+    """A server's process tree as /proc saw it at one instant."""
+
+    cpu_s: float
+    rss_kib: int
+    peak_rss_kib: int
+    threads: int
+    voluntary_switches: int
+    involuntary_switches: int
+
+
+class Server:
+    """A server started on a free port (cm-server and node write it to --port-file; nginx gets one
+    picked free). `threads`: an async model's loops or the blocking model's workers (default:
+    cm-server's own); `pool`: an async model's --blocking-threads; `args`: more cm-server
+    arguments (a variant's --offload, --wait-mode, ...); `env`: more environment variables;
+    `program`: the cm-server executable to run instead of bin_dir's (a wrapper script, say)."""
+
+    def __init__(self, name, *, cpus=(), threads=None, pool=None, args=(), bin_dir=None,
+                 workdir=None, env=None, settle_s=0.0, program=None):
+        self.name = name
+        self.program = program
+        self.kind = kind_of(name)
+        self.dir = tempfile.mkdtemp(prefix=f"cm-{name}-", dir=workdir)
+        self.log_path = os.path.join(self.dir, "server.log")
+        self.cpus = list(cpus)
+        self.proc = None
+        self.command = []
+        self.threads_label = ""
+        self._tree = None
+        try:
+            if name == "nginx":
+                self._start_nginx()
+            else:
+                self._start_with_port_file(threads, pool, args, bin_dir, env)
+            if settle_s:
+                time.sleep(settle_s)  # threads started, first allocations done
+        except BaseException:
+            self.close()
+            raise
+
+    # -- starting -------------------------------------------------------------------------------
+
+    def _start_with_port_file(self, threads, pool, args, bin_dir, env):
+        port_file = os.path.join(self.dir, "port")
+        if self.name == "node":
+            node = find_program("node")
+            if not node:
+                raise RuntimeError("node is not installed (scripts/install-deps installs nodejs)")
+            argv = [node, os.path.join(ROOT, "harness/peers/delay-server.js")]
+            self.threads_label = "1 event loop"
+        else:
+            program = self.program or os.path.join(bin_dir or default_bin_dir(), "cm-server")
+            argv = [program, "--model", self.name, "--host", "127.0.0.1"]
+            if threads is not None:
+                argv += ["--threads", str(threads)]
+            if pool is not None and self.kind == "async":
+                argv += ["--blocking-threads", str(pool)]
+            argv += list(args)
+            self.threads_label = describe_threads(self.kind, threads, pool)
+        argv += ["--port", "0", "--port-file", port_file]
+        self.command = argv
+        with open(self.log_path, "w") as log:
+            self.proc = processes.start(argv, self.cpus, stdout=log, stderr=log,
+                                        env=dict(os.environ, **(env or {})))
+        deadline = time.monotonic() + 15
+        while True:
+            text = ""
+            if os.path.exists(port_file):
+                with open(port_file) as f:
+                    text = f.read()
+            if text.endswith("\n"):
+                self.port = int(text)
+                return
+            self._check_alive()
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name} wrote no port within 15 s: {self.log_tail()}")
+            time.sleep(0.01)
+
+    def _start_nginx(self):
+        nginx = find_program("nginx")
+        if not nginx:
+            raise RuntimeError("nginx is not installed (scripts/install-deps installs nginx-light)")
+        with open(os.path.join(ROOT, "harness/peers/nginx.conf.in")) as f:
+            template = f.read()
+        workers = max(1, len(self.cpus))
+        self.threads_label = f"{workers} worker process" + ("es" if workers > 1 else "")
+        # The port is picked free, then handed to nginx: another process may take it meanwhile,
+        # so a start that fails is tried again on a new port.
+        for _ in range(3):
+            self.port = free_port()
+            conf = template.replace("@PORT@", str(self.port)).replace("@WORKERS@", str(workers))
+            conf = conf.replace("@PREFIX@", self.dir)
+            conf_path = os.path.join(self.dir, "nginx.conf")
+            with open(conf_path, "w") as f:
+                f.write(conf)
+            self.command = [nginx, "-e", os.path.join(self.dir, "error.log"), "-p",
+                            self.dir + "/", "-c", conf_path]
+            with open(self.log_path, "a") as log:
+                self.proc = processes.start(self.command, self.cpus, stdout=log, stderr=log)
+            deadline = time.monotonic() + 10
+            while self.proc.poll() is None and time.monotonic() < deadline:
+                if accepts(self.port) and len(proc.process_tree(self.proc.pid)) > workers:
+                    return
+                time.sleep(0.02)
+            processes.stop(self.proc)
+        raise RuntimeError(f"nginx did not start: {self.log_tail()}")
+
+    # -- reading --------------------------------------------------------------------------------
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def pids(self):
+        """The server's processes (nginx: master and workers), read once: they do not change."""
+        if self._tree is None:
+            self._tree = proc.process_tree(self.pid)
+        return self._tree
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def _check_alive(self):
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"{self.name} exited ({processes.describe(self.proc.returncode)}): "
+                               f"{self.log_tail()}")
+
+    def cpu_seconds(self):
+        """CPU seconds of the whole process tree; ProcessLookupError once the server is gone."""
+        self._check_alive()
+        return sum(proc.cpu_seconds(p) for p in self.pids())
+
+    def readings(self):
+        self._check_alive()
+        r = Readings(0.0, 0, 0, 0, 0, 0)
+        for p in self.pids():
+            r.cpu_s += proc.cpu_seconds(p)
+            r.rss_kib += proc.status_kib(p, "VmRSS")
+            r.peak_rss_kib += proc.status_kib(p, "VmHWM")
+            r.threads += proc.thread_count(p)
+            v, i = proc.context_switches(p)
+            r.voluntary_switches += v
+            r.involuntary_switches += i
+        return r
+
+    def reset_peak_rss(self):
+        return all(proc.reset_peak_rss(p) for p in self.pids())
+
+    def get(self, path, timeout=5.0):
+        return get(self.port, path, timeout)
+
+    def url(self, path):
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def log_tail(self, lines=3):
+        out = []
+        for name in ("server.log", "error.log"):
+            path = os.path.join(self.dir, name)
+            if os.path.exists(path):
+                with open(path, errors="replace") as f:
+                    out += [line for line in f.read().splitlines() if line.strip()][-lines:]
+        return " | ".join(out) or "(no output)"
+
+    # -- stopping -------------------------------------------------------------------------------
+
+    def stop(self, grace=15.0):
+        """SIGTERM (a model drains), then SIGKILL after `grace`; how it ended ("exit 0", ...)."""
+        if self.proc is None:
+            return "not started"
+        tree = self._tree if self._tree is not None else proc.process_tree(self.pid)
+        return processes.stop(self.proc, grace=grace, tree=tree)
+
+    def close(self):
+        ended = self.stop() if self.proc is not None and self.proc.returncode is None else ""
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return ended
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def describe_threads(kind, threads, pool):
+    """"64 workers", "1 loop, pool 64" -- what a model ran with, for a table."""
+    if kind == "blocking":
+        return f"{threads or 64} workers"
+    loops = threads if threads is not None else len(os.sched_getaffinity(0))
+    text = f"{loops} loop" + ("s" if loops != 1 else "")
+    return text + (f", pool {pool}" if pool is not None else "")
+
+
+#: cm-server's default pool of the blocking model (its --threads): the workers that wait at once.
+BLOCKING_WORKERS = 64

@@ -1,0 +1,123 @@
+"""The checks a server passes before it is timed, after HttpArena's validation: 32 overlapping
+requests with 32 different delays, each answered with its own value and never early; /delay/0
+answered at once with 0; Content-Type text/plain. A server that fails is not priced.
+"""
+
+import dataclasses
+import http.client
+import random
+import threading
+import time
+
+
+@dataclasses.dataclass
+class Validation:
+    ok: bool = True
+    failure: str = ""  # why it was refused ("/delay/37 answered 41", ...)
+    passed: list = dataclasses.field(default_factory=list)  # what was checked, in words
+
+
+def exchange(port, path, timeout=30.0, connection=None):
+    """(status, content_type, body, latency_ms) of one GET, on `connection` or a new one; raises
+    OSError / http.client.HTTPException on failure."""
+    c = connection or http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        if connection is None:
+            c.connect()
+        sent = time.monotonic()
+        c.request("GET", path)
+        r = c.getresponse()
+        body = r.read().decode(errors="replace")
+        return r.status, r.getheader("Content-Type", ""), body, (time.monotonic() - sent) * 1000
+    finally:
+        c.close()
+
+
+def check(path, response, body, min_ms):
+    """What is wrong with a response that should be 200 `body`, text/plain, no sooner than min_ms."""
+    if isinstance(response, Exception):
+        return f"{path}: {type(response).__name__}: {response}"
+    status, content_type, got, latency_ms = response
+    if status != 200:
+        return f"{path}: status {status}, expected 200"
+    if got != body:
+        return f'{path}: body "{got[:40]}", expected "{body}"'
+    if content_type.split(";")[0].strip().lower() != "text/plain":
+        return f'{path}: Content-Type "{content_type}", expected text/plain'
+    if latency_ms < min_ms:
+        return f"{path}: answered after {latency_ms:.2f} ms, before its delay of {min_ms:.0f} ms"
+    return ""
+
+
+def _get(port, path):
+    try:
+        return exchange(port, path)
+    except (OSError, http.client.HTTPException) as e:
+        return e
+
+
+def overlapping(port, prefix, n=32, lo=10, hi=250, rng=random):
+    """n requests to prefix + N, all N different, connected first and sent at the same moment."""
+    values = rng.sample(range(lo, hi + 1), n)
+    conns, responses = [], [None] * n
+    try:
+        for _ in range(n):
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            c.connect()
+            conns.append(c)
+    except OSError as e:
+        for c in conns:
+            c.close()
+        return f"{prefix}{{ms}}: connect: {e}"
+    go = threading.Barrier(n)
+
+    def one(i):
+        go.wait()
+        try:
+            responses[i] = exchange(port, f"{prefix}{values[i]}", connection=conns[i])
+        except (OSError, http.client.HTTPException) as e:
+            responses[i] = e
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for v, r in zip(values, responses):
+        why = check(f"{prefix}{v}", r, str(v), v)
+        if why:
+            return f"{why} (one of {n} overlapping requests with different delays)"
+    return ""
+
+
+def validate(port, *, plaintext=False, delay=False, block=False, cpu_us=()):
+    """Runs the checks the rows need against 127.0.0.1:port; the first failure refuses."""
+    v = Validation()
+
+    def refuse(why):
+        v.ok, v.failure = False, why
+        return v
+
+    if plaintext:
+        why = check("/plaintext", _get(port, "/plaintext"), "Hello, World!", 0)
+        if why:
+            return refuse(why)
+        v.passed.append('/plaintext answered 200 "Hello, World!" text/plain')
+    if delay:
+        why = check("/delay/0", _get(port, "/delay/0"), "0", 0) or overlapping(port, "/delay/")
+        if why:
+            return refuse(why)
+        v.passed.append("/delay/0 answered 0; 32 overlapping /delay/{ms}, all different, each "
+                        "answered with its own value, none early")
+    if block:
+        why = overlapping(port, "/block/")
+        if why:
+            return refuse(why)
+        v.passed.append("32 overlapping /block/{ms}, all different, each answered with its own "
+                        "value, none early")
+    for us in cpu_us:
+        why = check(f"/cpu/{us}", _get(port, f"/cpu/{us}"), str(us), 0)
+        if why:
+            return refuse(why)
+        v.passed.append(f"/cpu/{us} answered {us}")
+    return v

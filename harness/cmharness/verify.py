@@ -1,0 +1,137 @@
+"""cm-price verify and cm-price check: does a committed claim still hold, and does any committed
+row claim more than its ceiling? (Criterion.rs's comparison with a saved baseline, for claims.)
+
+    cm-price verify quick     rerun quick with the committed run's own settings, into a scratch
+                              folder; each committed claim: holds (the intervals overlap), changed
+                              (disjoint: by how much), or noise (an interval too wide to tell);
+                              appends a record to results/quick/verifications.json
+    cm-price check [FILE...]  every results/*/results.json (or the files named): the rows whose
+                              efficiency interval lies above 1
+"""
+
+import glob
+import json
+import os
+import sys
+import tempfile
+
+from . import ROOT, profiles, provenance, stats
+
+
+def compare_claims(committed, rerun):
+    """[{id, servers, committed, rerun, verdict, change}] for every committed claim; a claim the
+    rerun did not make is "missing"."""
+    fresh = {c["id"]: c for c in rerun}
+    out = []
+    for c in committed:
+        was = stats.Estimate.from_json(c["estimate"])
+        r = fresh.get(c["id"])
+        if r is None:
+            out.append({"id": c["id"], "servers": c["servers"], "committed": c["estimate"],
+                        "rerun": None, "verdict": "missing", "change": None})
+            continue
+        now = stats.Estimate.from_json(r["estimate"])
+        verdict, change = stats.verdict(was, now)
+        out.append({"id": c["id"], "servers": c["servers"], "committed": c["estimate"],
+                    "rerun": r["estimate"], "verdict": verdict, "change": change})
+    return out
+
+
+def record(committed_doc, rerun_doc, compared):
+    return {"recorded_utc": provenance.utc_now(),
+            "results_started_utc": committed_doc["meta"]["started_utc"],
+            "rerun_started_utc": rerun_doc["meta"]["started_utc"],
+            "provenance": rerun_doc["meta"]["provenance"], "claims": compared}
+
+
+def append_record(folder, rec):
+    path = os.path.join(folder, "verifications.json")
+    records = []
+    if os.path.exists(path):
+        with open(path) as f:
+            records = json.load(f)
+    records.append(rec)
+    with open(path, "w") as f:
+        json.dump(records, f, indent=1)
+        f.write("\n")
+    return path
+
+
+def table(compared):
+    lines = ["| claim | committed | rerun | verdict |", "|---|--:|--:|---|"]
+    for c in compared:
+        fmt = "{:.3f}"
+        was = stats.Estimate.from_json(c["committed"]).format(fmt)
+        now = stats.Estimate.from_json(c["rerun"]).format(fmt) if c["rerun"] else "-"
+        change = f" ({c['change']:+.1%})" if c["change"] is not None and \
+            c["verdict"] == "changed" else ""
+        lines.append(f"| {c['id']} | {was} | {now} | {c['verdict']}{change} |")
+    return "\n".join(lines)
+
+
+def verify(argv, run_profile, profile_from_settings, parse_args):
+    args = parse_args(argv)
+    name = profiles.load(args.profile).name
+    folder = os.path.join(args.out or os.path.join(ROOT, "results"), name)
+    with open(os.path.join(folder, "results.json")) as f:
+        committed = json.load(f)
+    if committed.get("schema", 1) < 2:
+        print(f"cm-price verify: {folder}/results.json predates claims with intervals (schema 1): "
+              f"rerun `build/bin/cm-price {name}` first", file=sys.stderr)
+        return 2
+    p = profile_from_settings(committed["meta"]["profile_settings"])
+    args.no_charts = True
+    with tempfile.TemporaryDirectory(prefix="cm-price-verify.") as scratch:
+        rerun, _, failed = run_profile(p, args, scratch)
+    compared = compare_claims(committed["claims"], rerun["claims"])
+    path = append_record(folder, record(committed, rerun, compared))
+    print("\n" + table(compared) + "\n")
+    counts = {}
+    for c in compared:
+        counts[c["verdict"]] = counts.get(c["verdict"], 0) + 1
+    print(", ".join(f"{n} {v}" for v, n in sorted(counts.items())) + f"; record: {path}")
+    return 0 if not failed and set(counts) == {"holds"} else 1
+
+
+def _old_format_efficiencies(doc):
+    """Schema 1 (before intervals): each row's efficiency over its rounds."""
+    for t in doc.get("targets", []):
+        for r in t.get("rows", []):
+            effs = [m.get("efficiency") for m in r.get("rounds", []) if not m.get("error")]
+            est = stats.estimate(effs)
+            if est:
+                variant = r.get("variant", "-")
+                label = r.get("server", "?") + ("" if variant in ("-", "standard")
+                                                else f" ({variant})")
+                yield f"{label} {r.get('path')} x {r.get('connections_requested')}", est
+
+
+def above(doc):
+    """(claim id, Estimate) of every efficiency above its ceiling in a results document."""
+    if doc.get("schema", 1) >= 2:
+        return [(c["id"], stats.Estimate.from_json(c["estimate"])) for c in doc["claims"]
+                if c["kind"] == "efficiency" and
+                stats.above_ceiling(stats.Estimate.from_json(c["estimate"]))]
+    return [(i, e) for i, e in _old_format_efficiencies(doc) if stats.above_ceiling(e)]
+
+
+def check(argv):
+    files = argv or sorted(glob.glob(os.path.join(ROOT, "results", "*", "results.json")))
+    bad = 0
+    for path in files:
+        with open(path) as f:
+            doc = json.load(f)
+        found = above(doc)
+        bad += len(found)
+        rel = os.path.relpath(path, ROOT)
+        print(f"{rel}: " + ("no efficiency above its ceiling" if not found else
+                            f"{len(found)} above their ceiling"))
+        for cid, est in found:
+            print(f"  {cid}: {est.format('{:.3f}')}")
+    return 1 if bad else 0
+
+
+def main(mode, argv, run_profile, profile_from_settings, parse_args):
+    if mode == "check":
+        return check(argv)
+    return verify(argv, run_profile, profile_from_settings, parse_args)

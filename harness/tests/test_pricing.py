@@ -1,0 +1,128 @@
+"""Profiles, ceilings and the runner's pure parts: what a row is, what binds it, how it starts."""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from cmharness import ceilings, price, profiles  # noqa: E402
+
+
+def profile(**extra):
+    doc = {"name": "t", "rows": [
+        {"id": "plaintext", "path": "/plaintext", "connections": [128], "cpu_ceiling": True},
+        {"id": "delay", "path": "/delay/{ms}", "delay_ms": [100], "connections": [1000, 4000],
+         "sweep": True, "stagger": True},
+        {"id": "block", "path": "/block/{ms}", "delay_ms": [100], "connections": [200],
+         "stagger": True}]}
+    doc.update(extra)
+    return profiles.parse(doc)
+
+
+class Profiles(unittest.TestCase):
+    def test_rows_expand_with_the_ceiling_first(self):
+        p = profile()
+        self.assertEqual([r.key for r in p.rows],
+                         ["plaintext - 128", "delay 100 1000", "delay 100 4000", "block 100 200"])
+        self.assertEqual(p.rows[1].mean_delay_ms, 100)
+        self.assertEqual(p.rows[1].label(), "/delay/100 x 1,000")
+
+    def test_unknown_keys_and_bad_delays_are_refused_by_name(self):
+        with self.assertRaisesRegex(profiles.ProfileError, 'unknown key "rounsd"'):
+            profile(rounsd=3)
+        with self.assertRaisesRegex(profiles.ProfileError, "expected ms"):
+            profiles.parse_delay("1.5")
+        with self.assertRaisesRegex(profiles.ProfileError, "A <= B"):
+            profiles.parse_delay("90:10")
+        self.assertEqual(profiles.parse_delay("10:90"), (10, 90))
+
+    def test_overrides_replace_the_sweep_rows_only(self):
+        p = profiles.apply_overrides(profile(), connections=[10, 20], rounds=9)
+        self.assertEqual(p.rounds, 9)
+        self.assertEqual(sorted(r.key for r in p.rows),
+                         ["block 100 200", "delay 100 10", "delay 100 20", "plaintext - 128"])
+
+    def test_timeout_is_three_delays_or_two_seconds(self):
+        p = profile()
+        self.assertEqual(profiles.timeout_ms(p, p.rows[1]), 2000)
+        row = profiles.Row("delay", "/delay/{ms}", 10, delay="500:1000")
+        self.assertEqual(profiles.timeout_ms(p, row), 3000)
+
+    def test_every_committed_profile_parses(self):
+        for name in ("quick", "delay-sweep", "arena", "offload"):
+            p = profiles.load(name)
+            self.assertTrue(p.rows[0].cpu_ceiling, name)
+            self.assertGreaterEqual(p.rounds, 6, f"{name}: a 95% interval needs 6 rounds")
+
+
+class Ceilings(unittest.TestCase):
+    def test_the_lowest_ceiling_binds(self):
+        c = ceilings.compute(2000, 100, threads=None, cpu_rps=80000)
+        self.assertEqual((c.connection, c.cpu, c.bound()), (20000, 80000, "connections"))
+        self.assertAlmostEqual(ceilings.efficiency(19800, c), 0.99)
+
+    def test_a_tie_names_both(self):
+        c = ceilings.compute(64, 100, threads=64, cpu_rps=50000)
+        self.assertEqual(c.bound(), "connections = threads")
+
+    def test_cpu_work_lowers_the_cpu_ceiling(self):
+        c = ceilings.compute(64, 0, cpu_rps=100000, compute_us=50)
+        self.assertAlmostEqual(c.cpu, 1 / (1 / 100000 + 50e-6))
+        self.assertAlmostEqual(ceilings.compute(64, 0, compute_us=50, server_cpus=2).cpu, 40000)
+
+    def test_which_threads_a_waiting_request_holds(self):
+        wt = ceilings.waiting_threads
+        self.assertEqual(wt("blocking", "/delay/10", workers=64), 64)
+        self.assertIsNone(wt("async", "/delay/10"))
+        self.assertEqual(wt("async", "/delay/10", loops=2, wait_mode="sleep"), 2)
+        self.assertEqual(wt("async", "/block/1", pool=16), 16)
+        self.assertEqual(wt("async", "/block/1", loops=1, offload="inline"), 1)
+        self.assertIsNone(wt("async", "/block/1", offload="thread"))
+        self.assertIsNone(wt("peer", "/delay/10"))
+
+
+class Runner(unittest.TestCase):
+    def test_stagger_spreads_the_threads_phases_over_one_delay(self):
+        row = profiles.Row("block", "/block/{ms}", 200, delay="100", stagger=True)
+        self.assertEqual(price.stagger_ms(row, threads=64, cap_ms=4000), 100 * 200 / 64)
+        self.assertEqual(price.stagger_ms(row, threads=None, cap_ms=4000), 100)
+        big = profiles.Row("delay", "/delay/{ms}", 16000, delay="100", stagger=True)
+        self.assertEqual(price.stagger_ms(big, threads=64, cap_ms=4000), 4000)
+        plain = profiles.Row("plaintext", "/plaintext", 128)
+        self.assertEqual(price.stagger_ms(plain, threads=None, cap_ms=4000), 0)
+
+    def test_cpu_between_interpolates(self):
+        samples = [(0.0, 0.0), (1.0, 0.5), (2.0, 1.5)]
+        self.assertAlmostEqual(price.cpu_between(samples, 0.5, 1.5), 1.0 - 0.25)
+        self.assertAlmostEqual(price.cpu_between(samples, -1, 5), 1.5)
+        self.assertEqual(price.cpu_between([], 0, 1), 0)
+
+    def test_targets_and_their_rows(self):
+        p = profile(peers=["nginx", "node"], variants=[{"name": "inline"}, {"name": "pool"}])
+        targets, skipped = price.plan_targets(p, ["blocking", "asio_coro"], peers=False)
+        self.assertEqual([t.label for t in targets], ["blocking (inline)", "blocking (pool)",
+                                                      "asio_coro (inline)", "asio_coro (pool)"])
+        self.assertEqual(skipped, [])
+        nginx = price.Target("nginx", profiles.Variant("-"))
+        node = price.Target("node", profiles.Variant("-"))
+        self.assertEqual([r.id for r in price.rows_for(nginx, p.rows)], ["plaintext"])
+        self.assertEqual([r.id for r in price.rows_for(node, p.rows)],
+                         ["plaintext", "delay", "delay"])
+        with self.assertRaisesRegex(profiles.ProfileError, "not a built model"):
+            price.plan_targets(p, ["blocking"], only=["nope"])
+
+    def test_a_variant_takes_its_ceiling_from_the_first_variant(self):
+        p = profile(variants=[{"name": "inline", "server_args": ["--offload", "inline"]},
+                              {"name": "pool", "server_args": ["--offload", "pool"]}])
+        targets, _ = price.plan_targets(p, ["asio_coro"], peers=False)
+        s = price.Settings("bin", "work", [0], [1])
+        r = price.Runner(p, s, targets)
+        inline, pool = targets
+        self.assertIs(r.ceiling_source(pool), inline)
+        self.assertTrue(r.is_ceiling(inline, p.rows[0]))
+        self.assertFalse(r.is_ceiling(pool, p.rows[0]))
+        self.assertEqual(pool.arg("--offload", "standard"), "pool")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,54 @@
+"""cmharness.provenance: the lines a results page writes from provenance()."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import unittest  # noqa: E402
+
+from cmharness import provenance  # noqa: E402
+
+
+
+class ConditionsLines(unittest.TestCase):
+    """machine_line, commit_line, load_average_text, conditions_markdown: a results page's lines."""
+
+    MACHINE = {"cpu_model": "AMD EPYC", "logical_cpus": 2, "memory": "23.5 GiB",
+               "kernel": "Linux 6.18.44-fc-v1045 #1 SMP PREEMPT_DYNAMIC x86_64"}
+
+    def test_machine_line(self):
+        self.assertEqual(provenance.machine_line(self.MACHINE),
+                         "AMD EPYC, 2 CPUs, 23.5 GiB, Linux 6.18.44-fc-v1045")
+
+    def test_commit_line(self):
+        head = "b75a94a50956ed53ea0bc104e0d2d82120e2a0a5"
+        self.assertEqual(provenance.commit_line({"head": head, "dirty": False, "changed_paths": 0}),
+                         "b75a94a50956")
+        self.assertEqual(provenance.commit_line({"head": head, "dirty": True, "changed_paths": 4}),
+                         "b75a94a50956 (with uncommitted changes: 4 paths outside results/)")
+        unknown = {"head": "unknown (not a git checkout)", "dirty": None, "changed_paths": None}
+        self.assertEqual(provenance.commit_line(unknown), "unknown (not a git checkout)")
+
+    def test_load_average_text(self):
+        self.assertEqual(provenance.load_average_text([1.4, 1.58, 1.971]), "1.40 1.58 1.97")
+
+    def test_conditions_markdown(self):
+        prov = {"machine": self.MACHINE, "load_average": [0.5, 0.25, 0.0],
+                "commit": {"head": "a" * 40, "dirty": False, "changed_paths": 0},
+                "recorded_utc": "2026-12-01 14:16:02 UTC"}
+        lines = provenance.conditions_markdown(
+            prov, ended_utc="2026-12-01 14:20:20 UTC", load_after=(1, 2, 3),
+            pinning="cm-server on CPU 0, cm-load on CPU 1", command="harness/soak --model x",
+            machine_extra="; slowhttptest version 1.8.2")
+        self.assertEqual(lines, [
+            "## Conditions", "",
+            "- When: 2026-12-01 14:16:02 UTC to 2026-12-01 14:20:20 UTC",
+            "- Load average (1, 5, 15 min): 0.50 0.25 0.00 before, 1.00 2.00 3.00 after",
+            "- Machine: AMD EPYC, 2 CPUs, 23.5 GiB, Linux 6.18.44-fc-v1045; slowhttptest version 1.8.2",
+            "- Pinning: cm-server on CPU 0, cm-load on CPU 1",
+            "- Commit: aaaaaaaaaaaa",
+            "- This run: `harness/soak --model x`"])
+
+
+if __name__ == "__main__":
+    unittest.main()
