@@ -1,0 +1,329 @@
+#!/usr/bin/python3
+"""Every figure the docs cite was measured on the code as it is now, or verified on it since.
+
+A page cites a figure with a fig comment (docs/tools/figures.py), and the README's headline block
+(`<!-- headline: written by harness/plot from results/PROFILE/results.json -->` ...
+`<!-- /headline -->`) cites every server of that profile. A figure of a model depends on the model's
+folder and on the shared ones (cmharness.provenance.folders_of: asio_coro_uring -> asio_coro/,
+common/, servers/); a peer's (nginx, node) depends on nothing here; a ratio `A B` on both servers.
+
+The trees a results file was measured on: results/PROFILE/results.json, meta.provenance.trees (the
+git tree hash of each folder, cmharness.provenance.tree_hashes()); an older file that recorded only
+its commit (meta.commit.head) is read as the trees of that commit (also when it says the tree had
+uncommitted changes: the old tools disagreed on what that meant).
+
+A server's figures are fresh when those trees equal the working tree's for each of its folders, or
+when results/PROFILE/verifications.json (appended by `cm-price verify`) covers it: of the records of
+that results file (results_started_utc == meta.started_utc) whose trees equal the current ones for
+the server's folders and which have claims naming the server, the last one decides, and it covers
+the server when every such claim's verdict is "holds" (a later "changed" on the same tree undoes an
+earlier "holds"). The current trees are hashed once per run (tree_hashes(), the working tree as it
+is, committed or not).
+
+    docs/tools/freshness.py --root .          exit 0 when every cited figure is fresh, 1 if not
+    docs/tools/freshness.py --root . --list   every cited figure, fresh or stale, and why
+
+Exit 2 on a usage error, 77 (ctest's "skipped") when the root is not a git checkout. Standard
+library only (Debian's /usr/bin/python3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass
+
+TOOLS = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, TOOLS)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(TOOLS)), "harness"))
+from doclib import doc_files, find_root  # noqa: E402
+from figures import FIGURE  # noqa: E402
+from cmharness.provenance import folders_of, git, tree_hashes, trees_at  # noqa: E402
+
+HEADLINE = re.compile(
+    r"<!-- headline: [^>]*?from results/(?P<profile>[^/\s]+)/results\.json -->(?P<body>.*?)"
+    r"<!-- /headline -->", re.S)
+RATIO_KINDS = ("ratio", "times", "percent")
+SKIPPED = 77
+
+
+@dataclass
+class Citation:
+    """One figure a page cites: where, what it shows, and whose code it describes."""
+
+    where: str  # page:line
+    text: str  # the figure with its fig comment, or the headline's table row
+    profile: str
+    servers: list[str]
+
+
+@dataclass
+class Status:
+    """Whether one server's figures of one results file are fresh, and why."""
+
+    fresh: bool
+    why: str
+    moved: list[tuple[str, str | None, str | None]]  # (folder, recorded, current) that differ
+
+
+def spec_servers(spec: str) -> tuple[str, list[str]]:
+    """(profile, servers) of a fig comment's spec; the variant after '/' is not a server."""
+    words = spec.split()
+    if len(words) == 6 and words[1] in RATIO_KINDS:
+        named = words[2:4]
+    elif len(words) == 5:
+        named = words[1:2]
+    else:
+        raise LookupError("expected: fig PROFILE SERVER ROW CONNECTIONS FIELD, or fig PROFILE "
+                          "ratio|times|percent A B ROW CONNECTIONS")
+    return words[0], [name.partition("/")[0] for name in named]
+
+
+def headline_citations(rel: str, text: str, servers_of) -> list[Citation]:
+    """The headline blocks of a page: one citation per server of the profile, at its table row
+    (or at the headline's first line when the table has no row for it)."""
+    found = []
+    for block in HEADLINE.finditer(text):
+        profile = block.group("profile")
+        first = text.count("\n", 0, block.start()) + 1
+        body_start = text.count("\n", 0, block.start("body")) + 1
+        rows = block.group("body").split("\n")
+        for server in servers_of(profile):
+            row = re.compile(r"^\|\s*" + re.escape(server) + r"\s*\|")
+            hits = [i for i, line in enumerate(rows) if row.match(line)]
+            if hits:
+                where, shown = body_start + hits[0], rows[hits[0]].strip()
+            else:
+                where, shown = first, f"(headline block of results/{profile}/results.json)"
+            found.append(Citation(f"{rel}:{where}", f"{shown}  [headline: {server}]", profile,
+                                  [server]))
+    return found
+
+
+def citations(root: str, servers_of) -> tuple[list[Citation], list[str]]:
+    """Every figure the docs cite, and the fig comments that cannot be read."""
+    found: list[Citation] = []
+    problems: list[str] = []
+    for rel in doc_files(root):
+        with open(os.path.join(root, rel), encoding="utf-8") as f:
+            text = f.read()
+        for match in FIGURE.finditer(text):
+            where = f"{rel}:{text.count(chr(10), 0, match.start()) + 1}"
+            try:
+                profile, servers = spec_servers(match.group(2))
+            except LookupError as e:
+                problems.append(f"{where}: <!--fig {match.group(2)}-->: {e}")
+                continue
+            found.append(Citation(where, match.group(0), profile, servers))
+        try:
+            found.extend(headline_citations(rel, text, servers_of))
+        except LookupError as e:
+            problems.append(f"{rel}: headline: {e}")
+    return found, problems
+
+
+def short(tree: str | None) -> str:
+    return tree[:12] if tree else "(none)"
+
+
+def claim_servers(claim: dict) -> list[str]:
+    """The servers a verification claim names, without a variant after '/'."""
+    return [name.partition("/")[0] for name in claim.get("servers", [])]
+
+
+def claim_text(claim: dict) -> str:
+    """A claim that does not hold, as the report says it: its id, its verdict, by how much."""
+    text = f"{claim.get('id', '?')} {claim.get('verdict', '(no verdict)')}"
+    change = claim.get("change")
+    if isinstance(change, (int, float)):
+        text += f" by {change:+.1%}"
+    return text
+
+
+class Profile:
+    """results/PROFILE: the trees its results.json was measured on, and its verification records."""
+
+    def __init__(self, root: str, name: str):
+        self.name = name
+        folder = os.path.join(root, "results", name)
+        path = os.path.join(folder, "results.json")
+        if not os.path.isfile(path):
+            raise LookupError(f"no results/{name}/results.json")
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        meta = doc.get("meta", {})
+        self.servers = list(dict.fromkeys(t["server"] for t in doc.get("targets", [])))
+        self.started = meta.get("started_utc")
+        self.recorded, self.origin = self.recorded_trees(root, meta)
+        self.records = []
+        records_path = os.path.join(folder, "verifications.json")
+        if os.path.isfile(records_path):
+            with open(records_path, encoding="utf-8") as f:
+                records = json.load(f)
+            if not isinstance(records, list):
+                raise LookupError(f"results/{name}/verifications.json is not a JSON list")
+            self.records = [r for r in records if self.started is not None
+                            and r.get("results_started_utc") == self.started]
+        self.statuses: dict[str, Status] = {}
+
+    @staticmethod
+    def recorded_trees(root: str, meta: dict) -> tuple[dict, str]:
+        """{folder: tree} as measured, and where that comes from (for the report)."""
+        trees = meta.get("provenance", {}).get("trees")
+        if trees is not None:
+            return trees, "its recorded trees"
+        commit = meta.get("commit", {})
+        head = commit.get("head", "unknown")
+        try:
+            git("cat-file", "-e", f"{head}^{{commit}}", root=root)
+        except RuntimeError:
+            return {}, f"commit {head[:12]}, which this repository does not have"
+        # An old tool's idea of "dirty" varied (results/ rewritten by the run itself counted for
+        # some): the commit's trees are the best record there is, and the report says so.
+        dirty = ""
+        if commit.get("dirty"):
+            dirty = f"; marked dirty, {commit.get('changed_paths')} changed paths"
+        origin = f"the trees of commit {head[:12]} (no recorded trees{dirty})"
+        return trees_at(head, root=root), origin
+
+    def status(self, server: str, current: dict) -> Status:
+        if server not in self.statuses:
+            self.statuses[server] = self.judge(server, current)
+        return self.statuses[server]
+
+    def judge(self, server: str, current: dict) -> Status:
+        folders = folders_of(server)
+        if not folders:
+            return Status(True, "a peer: no folder of this project", [])
+        moved = [(f, self.recorded.get(f), current.get(f)) for f in folders
+                 if self.recorded.get(f) != current.get(f)]
+        if not moved:
+            return Status(True, f"measured on the current tree ({self.origin})", [])
+        deciding = None
+        for record in self.records:
+            trees = record.get("provenance", {}).get("trees", {})
+            claims = [c for c in record.get("claims", []) if server in claim_servers(c)]
+            if claims and all(trees.get(f) == current.get(f) for f in folders):
+                deciding = (record, claims)
+        if deciding is None:
+            return Status(False, f"no verification record in results/{self.name}/verifications."
+                                 f"json covers the current tree for {server}", moved)
+        record, claims = deciding
+        when = record.get("recorded_utc", "(no date)")
+        against = [c for c in claims if c.get("verdict") != "holds"]
+        if not against:
+            held = f"{len(claims)} claims hold"
+            if len(claims) == 1:
+                held = "1 claim holds"
+            return Status(True, f"verified on the current tree {when} ({held})", moved)
+        said = ", ".join(claim_text(c) for c in against)
+        return Status(False, f"the verification of {when} on the current tree says: {said}", moved)
+
+
+class Profiles:
+    """Each results/PROFILE read once; a profile that cannot be read is reported once."""
+
+    def __init__(self, root: str):
+        self.root = root
+        self.loaded: dict[str, Profile | LookupError] = {}
+
+    def get(self, name: str) -> Profile:
+        if name not in self.loaded:
+            try:
+                self.loaded[name] = Profile(self.root, name)
+            except (LookupError, ValueError, KeyError, TypeError, AttributeError) as e:
+                self.loaded[name] = LookupError(f"results/{name}: {e}")
+        found = self.loaded[name]
+        if isinstance(found, LookupError):
+            raise found
+        return found
+
+    def servers_of(self, name: str) -> list[str]:
+        return self.get(name).servers
+
+
+def moved_text(server: str, status: Status, width=short) -> str:
+    folders = "; ".join(f"{f}/ recorded {width(was)}, now {width(now)}"
+                        for f, was, now in status.moved)
+    return f"{server}: {folders}"
+
+
+def judge_all(root: str, profiles: Profiles, current: dict):
+    """[(citation, [(server, status)])] for every citation, and the problems met."""
+    cited, problems = citations(root, profiles.servers_of)
+    judged = []
+    for c in cited:
+        try:
+            profile = profiles.get(c.profile)
+        except LookupError as e:
+            problems.append(f"{c.where}: {c.text}: {e}")
+            continue
+        judged.append((c, [(s, profile.status(s, current)) for s in c.servers]))
+    return judged, problems
+
+
+def report_stale(judged, profiles: Profiles) -> int:
+    """Prints every stale figure, then per profile what moved and what to run; returns how many."""
+    stale = [(c, statuses) for c, statuses in judged if not all(s.fresh for _, s in statuses)]
+    for c, statuses in stale:
+        print(f"{c.where}: {c.text}", file=sys.stderr)
+        for server, status in statuses:
+            if not status.fresh:
+                print(f"    {moved_text(server, status)}", file=sys.stderr)
+    for name in sorted({c.profile for c, _ in stale}):
+        profile = profiles.get(name)
+        print(f"\nresults/{name} (started {profile.started}; measured on {profile.origin}):",
+              file=sys.stderr)
+        for server, status in sorted(profile.statuses.items()):
+            if not status.fresh:
+                print(f"    {moved_text(server, status, width=lambda t: t or '(none)')}\n"
+                      f"        {status.why}", file=sys.stderr)
+        print(f"    run: build/bin/cm-price verify {name}   (every claim holds: fresh again)\n"
+              f"     or: build/bin/cm-price {name}   (rerun), then docs/tools/figures.py --update",
+              file=sys.stderr)
+    return len(stale)
+
+
+def check(root: str, listing: bool) -> int:
+    try:
+        current = tree_hashes(root=root)
+    except (RuntimeError, OSError) as e:
+        print(f"skipped: {root} is not a git checkout, so the trees cannot be hashed ({e})")
+        return SKIPPED
+    profiles = Profiles(root)
+    judged, problems = judge_all(root, profiles, current)
+    if listing:
+        for c, statuses in judged:
+            word = "fresh" if all(s.fresh for _, s in statuses) else "stale"
+            why = "; ".join(f"{server}: {s.why}" for server, s in statuses)
+            print(f"{word}  {c.where}: {c.text}  ({why})")
+    stale = report_stale(judged, profiles)
+    for line in problems:
+        print(line, file=sys.stderr)
+    if stale or problems:
+        print(f"\nfreshness: {stale} of {len(judged)} cited figures are stale"
+              + (f"; {len(problems)} cannot be read" if problems else ""), file=sys.stderr)
+        return 1
+    print(f"freshness: {len(judged)} cited figures are fresh")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", default=".", help="the repository (default: the current folder)")
+    parser.add_argument("--list", action="store_true",
+                        help="print every cited figure with fresh or stale, and why")
+    args = parser.parse_args()
+    try:
+        root = find_root(args.root)
+    except SystemExit as e:
+        print(e, file=sys.stderr)
+        return 2
+    return check(root, args.list)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
