@@ -8,6 +8,7 @@
     stats       medians with distribution-free 95% intervals, paired ratios, verdicts
     ceilings    the ceilings a row cannot exceed, and its efficiency against the lowest
     results     writing a result: JSON, CSV, Markdown, and the chart call
+    parsers     what wrk and `strace -c` print, as figures
 
 Orchestration is Python (Debian's /usr/bin/python3, standard library only; charts need its
 python3-matplotlib); cm-load and cm-micro are the C++ instruments. docs/architecture.md says why.

@@ -121,8 +121,12 @@ def _os_name():
 
 
 def _package_version(package):
-    v = first_line(["dpkg-query", "-W", "-f=${Version}", package])
-    return v or "not installed"
+    try:
+        p = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True,
+                           text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (no dpkg-query)"
+    return p.stdout.strip() if p.returncode == 0 and p.stdout.strip() else "not installed"
 
 
 def _build(bin_dir):

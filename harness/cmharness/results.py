@@ -220,3 +220,22 @@ def chart(results_json):
 
 def charts_in(folder):
     return sorted(n for n in os.listdir(folder) if n.endswith(".png"))
+
+
+def json_beside(markdown_path):
+    """results/loadgen.json for results/loadgen.md: where a one-page tool records its figures."""
+    return os.path.splitext(markdown_path)[0] + ".json"
+
+
+def write_page(markdown_path, text, doc):
+    """Writes a one-page result: the Markdown at markdown_path and `doc` (its provenance, its
+    figures) as JSON beside it (json_beside). Returns the JSON's path."""
+    folder = os.path.dirname(os.path.abspath(markdown_path))
+    os.makedirs(folder, exist_ok=True)
+    with open(markdown_path, "w") as f:
+        f.write(text)
+    path = json_beside(markdown_path)
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    return path

@@ -42,5 +42,14 @@ class ResponsesTotalAndStopWhen(unittest.TestCase):
         self.assertEqual(len(asked), 3)
 
 
+class Threads(unittest.TestCase):
+    """LoadResult.threads: cm-load's --threads, 1 when its JSON has none."""
+
+    def test_threads(self):
+        doc = ResponsesTotalAndStopWhen.DOC
+        self.assertEqual(load.LoadResult.from_json(dict(doc, threads=4)).threads, 4)
+        self.assertEqual(load.LoadResult.from_json(doc).threads, 1)
+
+
 if __name__ == "__main__":
     unittest.main()

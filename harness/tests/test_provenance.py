@@ -50,5 +50,18 @@ class ConditionsLines(unittest.TestCase):
             "- This run: `harness/soak --model x`"])
 
 
+class PackageVersions(unittest.TestCase):
+    """provenance.package_versions: dpkg's version, never its complaint about an unknown name."""
+
+    def test_unknown_package(self):
+        self.assertEqual(provenance.package_versions(["no-such-package-cm-test"]),
+                         {"no-such-package-cm-test": "not installed"})
+
+    def test_known_package_has_a_version(self):
+        version = provenance.package_versions(["dpkg"])["dpkg"]
+        self.assertNotIn("dpkg-query", version)
+        self.assertRegex(version, r"^[0-9]")
+
+
 if __name__ == "__main__":
     unittest.main()
