@@ -287,8 +287,8 @@ class Runner:
     # -- the rounds -----------------------------------------------------------------------------
 
     def record(self, target, m):
-        rounds = self.measurements.setdefault((target.label, m.row.key),
-                                              [None] * self.profile.rounds)
+        size = self.profile.ceiling_rounds if m.is_ceiling else self.profile.rounds
+        rounds = self.measurements.setdefault((target.label, m.row.key), [None] * size)
         rounds[m.round] = m
 
     def ceiling_window(self, target, rnd):
@@ -306,7 +306,8 @@ class Runner:
         self.rng.shuffle(order)
         self.orders.append([t.label for t in order])
         for t in order:
-            self.log(f"round {rnd + 1}/{self.profile.rounds}: {t.label} {self.ceiling_row.label()}")
+            self.log(f"sprint {rnd + 1}/{self.profile.ceiling_rounds}: {t.label} "
+                     f"{self.ceiling_row.label()}")
             m = self.ceiling_window(t, rnd)
             m.is_ceiling = True
             m.cpu_ceiling_rps = m.rps
@@ -338,7 +339,7 @@ class Runner:
         does between the two), else None: the row needs its ceiling back to back."""
         source = self.ceiling_source(target)
         rounds = self.measurements.get((source.label, getattr(self.ceiling_row, "key", None)))
-        m = rounds[rnd] if rounds else None
+        m = rounds[rnd] if rounds and rnd < len(rounds) else None
         if m is None or not m.ok or row.compute_us > 0:
             return None
         threads = waiting_threads(target, self.profile, self.settings, row.path)
@@ -365,10 +366,11 @@ class Runner:
 
     def run(self):
         self.validate_all()
-        for rnd in range(self.profile.rounds):
-            if self.ceiling_row is not None:
+        p = self.profile
+        for rnd in range(max(p.rounds, p.ceiling_rounds if self.ceiling_row else 0)):
+            if self.ceiling_row is not None and rnd < p.ceiling_rounds:
                 self.sprint(rnd)
-            for row in self.profile.rows:
+            for row in p.rows if rnd < p.rounds else ():
                 self.row_round(row, rnd)
         for server in self.servers.values():
             server.close()

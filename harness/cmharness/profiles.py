@@ -80,6 +80,7 @@ class Profile:
     warmup_s: float = 0.5
     ceiling_duration_s: float = 0.75
     ceiling_warmup_s: float = 0.25
+    ceiling_rounds: int = 15  # sprints: the within-round ratios between servers
     rounds: int = 6
     timeout_ms: "int | None" = None
     models: str = "all"
@@ -138,7 +139,8 @@ def parse(doc):
         if key in doc:
             setattr(p, key, _positive(doc[key], key) if key != "warmup_s" else float(doc[key]))
     window = doc.get("ceiling_window", {})
-    _only(window, {"duration_s", "warmup_s"}, "ceiling_window")
+    _only(window, {"duration_s", "warmup_s", "rounds"}, "ceiling_window")
+    p.ceiling_rounds = int(window.get("rounds", p.ceiling_rounds))
     p.ceiling_duration_s = float(window.get("duration_s", p.ceiling_duration_s))
     p.ceiling_warmup_s = float(window.get("warmup_s", p.ceiling_warmup_s))
     p.models = doc.get("models", "all")
@@ -217,7 +219,7 @@ def apply_overrides(p, *, connections=None, delays=None, **knobs):
                 for c in (connections or [r.connections]):
                     fixed.append(dataclasses.replace(r, delay=d, connections=int(c)))
         p.rows = sorted(fixed, key=lambda r: not r.cpu_ceiling)
-    if p.rounds < 1:
+    if p.rounds < 1 or p.ceiling_rounds < 1:
         raise ProfileError("rounds: at least 1")
     return p
 

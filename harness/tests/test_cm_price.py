@@ -14,7 +14,7 @@ from cmharness import default_bin_dir  # noqa: E402
 CM_PRICE = os.path.join(HARNESS, "cm-price")
 BIN = default_bin_dir()
 TINY = {"name": "tiny", "description": "a test", "rounds": 6, "duration_s": 0.2, "warmup_s": 0.1,
-        "ceiling_window": {"duration_s": 0.15, "warmup_s": 0.05}, "peers": [],
+        "ceiling_window": {"duration_s": 0.15, "warmup_s": 0.05, "rounds": 6}, "peers": [],
         "rows": [{"id": "plaintext", "path": "/plaintext", "connections": [4], "cpu_ceiling": True},
                  {"id": "delay", "path": "/delay/{ms}", "delay_ms": [20], "connections": [16],
                   "stagger": True}]}
