@@ -17,6 +17,7 @@ round. This is how cm-price measures, and why (issue 20: "a figure is a claim"):
 """
 
 import dataclasses
+import http.client
 import os
 import random
 import resource
@@ -86,6 +87,7 @@ class Measurement:
     fresh_server: bool = False
     is_ceiling: bool = False  # this window is the server's own CPU ceiling (not priced)
     phase_s: float = 0.0  # added to the warm-up: a random phase within one delay
+    settle_s: float = 0.0  # how long the server took to answer promptly before the window
     notes: list = dataclasses.field(default_factory=list)  # (kind, text)
 
     @property
@@ -249,6 +251,7 @@ class Runner:
                             stagger_ms=m.stagger_ms, json_path=tag + ".json", bin_dir=s.bin_dir)
         limit = warmup_s + duration_s + m.stagger_ms / 1000 + 120
         try:
+            m.settle_s = settle(server)
             server.reset_peak_rss()
             m.rss_before_kib = server.readings().rss_kib
             self._run_window(m, server, argv, tag, limit)
@@ -375,6 +378,22 @@ class Runner:
         for server in self.servers.values():
             server.close()
         return self
+
+
+def settle(server, prompt_s=0.05, limit_s=30.0):
+    """Waits until the server answers GET /plaintext within prompt_s (a server still working off a
+    previous row's backlog -- the blocking model serving requests of clients already gone -- is not
+    measured until it is done); returns how long that took."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit_s:
+        t = time.monotonic()
+        try:
+            server.get("/plaintext", timeout=limit_s)
+        except (OSError, http.client.HTTPException):
+            pass
+        if time.monotonic() - t < prompt_s:
+            break
+    return time.monotonic() - t0
 
 
 def _children_cpu():

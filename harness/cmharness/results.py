@@ -37,6 +37,7 @@ def measurement_json(m):
            "ceilings": {"connection": m.ceilings.connection, "thread": m.ceilings.thread,
                         "cpu": m.ceilings.cpu},
            "cpu_ceiling_rps": m.cpu_ceiling_rps, "stagger_ms": m.stagger_ms, "phase_s": m.phase_s,
+           "settle_s": m.settle_s,
            "fresh_server": m.fresh_server, "server_cpu_s": m.server_cpu_s,
            "server_busy": m.server_busy, "load_busy": m.load_busy,
            "rss_before_kib": m.rss_before_kib, "peak_rss_kib": m.peak_rss_kib, "steal": m.steal,

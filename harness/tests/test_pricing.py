@@ -2,6 +2,7 @@
 
 import os
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -90,6 +91,20 @@ class Runner(unittest.TestCase):
         self.assertEqual(price.stagger_ms(big, threads=64, cap_ms=4000), 4000)
         plain = profiles.Row("plaintext", "/plaintext", 128)
         self.assertEqual(price.stagger_ms(plain, threads=None, cap_ms=4000), 0)
+
+    def test_settle_waits_until_the_server_answers_promptly(self):
+        class Busy:
+            calls = 0
+
+            def get(self, path, timeout):
+                self.calls += 1
+                if self.calls <= 2:  # two slow answers: a backlog still being worked off
+                    time.sleep(0.08)
+
+        busy = Busy()
+        waited = price.settle(busy, prompt_s=0.05)
+        self.assertEqual(busy.calls, 3)
+        self.assertGreaterEqual(waited, 0.16)
 
     def test_cpu_between_interpolates(self):
         samples = [(0.0, 0.0), (1.0, 0.5), (2.0, 1.5)]
