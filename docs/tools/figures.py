@@ -109,13 +109,27 @@ class Results:
             raise LookupError(f"{what} for {server} {row_id} {connections} in results/{profile}")
         return found[0]
 
+    @staticmethod
+    def ratio(a: dict, b: dict) -> float:
+        """A over B: the median of their ratios within each round (the rounds of a results file
+        measure every server's row in the same pass), or of the medians for an old file."""
+        if "rounds" not in a or "rounds" not in b:
+            return a["summary"]["rps"]["median"] / b["summary"]["rps"]["median"]
+        pairs = [x.get("rps") / y.get("rps") for x, y in zip(a["rounds"], b["rounds"])
+                 if x.get("rps") and y.get("rps")]
+        if not pairs:
+            raise LookupError("no round where both were measured")
+        pairs.sort()
+        n = len(pairs)
+        return pairs[n // 2] if n % 2 else (pairs[n // 2 - 1] + pairs[n // 2]) / 2
+
     def value(self, spec: str) -> str:
         words = spec.split()
         if len(words) == 6 and words[1] in ("ratio", "times", "percent"):
             profile, kind, a, b, row_id, connections = words
-            rps_a = self.row(profile, a, row_id, connections)["summary"]["rps"]["median"]
-            rps_b = self.row(profile, b, row_id, connections)["summary"]["rps"]["median"]
-            return {"ratio": "{:.1f}", "times": "{:.0f}", "percent": "{:.0%}"}[kind].format(rps_a / rps_b)
+            ratio = self.ratio(self.row(profile, a, row_id, connections),
+                               self.row(profile, b, row_id, connections))
+            return {"ratio": "{:.1f}", "times": "{:.0f}", "percent": "{:.0%}"}[kind].format(ratio)
         if len(words) != 5:
             raise LookupError("expected: fig PROFILE SERVER ROW CONNECTIONS FIELD")
         profile, server, row_id, connections, field = words

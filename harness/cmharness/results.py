@@ -158,7 +158,8 @@ def document(runner, meta, skipped):
         rows = [row_json(t, r, runner.measurements[(t.label, r.key)])
                 for r in runner.profile.rows if (t.label, r.key) in runner.measurements]
         v = runner.validations.get(t.label)
-        targets.append({"name": t.name, "variant": t.variant.name, "label": t.label,
+        targets.append({"name": t.name, "server": t.name, "variant": t.variant.name,
+                        "label": t.label,
                         "kind": t.kind, "threads": runner.threads.get(t.label, ""), "priced": t.label not in runner.refused,
                         "refused": runner.refused.get(t.label, ""),
                         "validation": {"ok": v.ok, "failure": v.failure, "passed": v.passed}
