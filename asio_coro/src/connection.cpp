@@ -9,10 +9,13 @@
 #include "connection.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/prefer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
@@ -98,21 +101,26 @@ awaitable<Outcome> wait(const Wait& step, Connection& c) {
 }
 // [wait-asio_coro]
 
-/// The step's work on the thread this coroutine runs on: its loop's, or the pool's (E, its type).
-template <typename E = Executor>
-asio::awaitable<Outcome, E> here(const Plan& plan, Sleeper& s) {
-  co_return perform(plan, s);
-}
+/// The step's work on this loop's thread.
+awaitable<Outcome> here(const Plan& plan, Sleeper& s) { co_return perform(plan, s); }
 
 // [offload-asio_coro]
-/// The step's work on the asio::thread_pool; co_spawn completes `use_awaitable` back on this
-/// coroutine's own io_context. A full pool is refused (503).
+/// The step's work on the asio::thread_pool, its outcome posted to this loop when the call ends
+/// (co_spawn would queue it on the pool first, behind later calls). A full pool is refused (503).
 awaitable<Outcome> on_pool(const Plan& plan, Loop& loop) {
   const auto ticket = loop.state.admission.enter();
   if (!ticket) co_return Outcome::refused;
-  // NOTE: `plan` lives in serve_connection's frame, suspended here until the pool is done with it.
-  co_return co_await asio::co_spawn(
-      loop.pool, here<asio::thread_pool::executor_type>(plan, loop.state.sleeper), use_awaitable);
+  // NOTE: `plan` lives in serve_connection's frame, suspended here until `resume` runs; `back`
+  // counts as work of the loop, so its run() goes on until the outcome is back.
+  co_return co_await asio::async_initiate<decltype(use_awaitable), void(Outcome)>(
+      [&](auto resume) {
+        auto back = asio::prefer(loop.io.get_executor(), asio::execution::outstanding_work.tracked);
+        asio::post(loop.pool, [&plan, &loop, back, resume = std::move(resume)]() mutable {
+          asio::post(back, [o = perform(plan, loop.state.sleeper),
+                            r = std::move(resume)]() mutable { std::move(r)(o); });
+        });
+      },
+      use_awaitable);
 }
 // [offload-asio_coro]
 
@@ -147,14 +155,6 @@ awaitable<Outcome> execute(const Plan& plan, Connection& c, Loop& loop) {
   // [plan-visit-asio_coro]
   return here(plan, loop.state.sleeper);
 }
-
-/// Counts a connection as open for as long as it lives.
-struct Held {
-  explicit Held(std::atomic<std::size_t>& open) : open_(open) { ++open_; }
-  ~Held() { --open_; }
-  Held(const Held&) = delete;
-  std::atomic<std::size_t>& open_;
-};
 
 }  // namespace
 
@@ -199,7 +199,7 @@ awaitable<void> serve_connection(Connection c, Loop& loop) {
   // NOTE: the connection was moved into this frame (a coroutine copies its parameters); `loop` is a
   // reference, valid because stop() joins every loop before it is destroyed.
   loop.connections.push_back(c);  // for stop() and drain(); ~Connection unlinks it (auto_unlink)
-  Held held(loop.state.open);
+  OpenConnection counted(loop.state.open);
   if (loop.stopping) co_return;  // accepted just before stop(): close at once
   set_nodelay(c.socket.native_handle());
   Session session = loop.state.session(Moment::now());

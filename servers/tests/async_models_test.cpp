@@ -94,6 +94,24 @@ TEST_P(AsyncModel, AFullPoolAnswers503WithRetryAfterAndRecovers) {
   EXPECT_EQ(r->body, "5");
 }
 
+TEST_P(AsyncModel, AnOffloadedCallIsAnsweredWhenItEndsNotAfterTheCallsQueuedBehindIt) {
+  // One pool thread: the short call runs, the long one queues behind it. The short call's answer
+  // must leave when its call ends, while the long one runs -- not wait for a pool thread to come
+  // free after the calls queued since (which made answers leave in bursts, late).
+  START_OR_SKIP((ServerOptions{.blocking_threads = 1, .blocking_queue = 4}));
+  Client short_call = connect(), long_call = connect();
+  ASSERT_TRUE(short_call.send(get_request("/block/200")));
+  std::this_thread::sleep_for(50ms);  // the short call is on the pool thread
+  ASSERT_TRUE(long_call.send(get_request("/block/800")));
+  auto s = short_call.read_response();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->body, "200");
+  EXPECT_FALSE(long_call.readable_now()) << "the short call's answer waited for the long call";
+  auto l = long_call.read_response();
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->body, "800");
+}
+
 TEST_P(AsyncModel, SleepWaitModeSerialisesTheLoop) {
   // The anti-pattern, as an ordering: with the one loop asleep in a /delay, a /delay/0 on another
   // connection cannot be answered before it (with a timer it is answered first: the conformance

@@ -14,6 +14,19 @@
 
 namespace cm {
 
+/// Counts one connection in a server's `open` for as long as it lives (a connection's frame or
+/// object holds one).
+class OpenConnection {
+ public:
+  explicit OpenConnection(std::atomic<std::size_t>& open) : open_(open) { ++open_; }
+  ~OpenConnection() { --open_; }
+  OpenConnection(const OpenConnection&) = delete;
+  OpenConnection& operator=(const OpenConnection&) = delete;
+
+ private:
+  std::atomic<std::size_t>& open_;
+};
+
 /// Shared by the threads of one server; every member is thread-safe or read-only.
 struct ServerState {
   /// `options.threads` 0 becomes `default_threads`; `model` names the Server header.
