@@ -241,3 +241,19 @@ def write_page(markdown_path, text, doc):
         json.dump(doc, f, indent=1)
         f.write("\n")
     return path
+
+
+def pyplot(tool):
+    """matplotlib.pyplot on the Agg backend, or None -- with a line on stderr saying why -- where
+    this Python has no matplotlib (Debian's /usr/bin/python3 has python3-matplotlib)."""
+    import sys
+
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"{tool}: no matplotlib here (run with /usr/bin/python3): no chart", file=sys.stderr)
+        return None
+    return plt

@@ -17,19 +17,6 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)  # load_module: the tool has no .py suffix
     cost = importlib.machinery.SourceFileLoader("cost", os.path.join(HARNESS, "cost")).load_module()
 
-WRK = """\
-Running 2m test @ http://127.0.0.1:40123/plaintext
-  1 threads and 256 connections
-  Thread Stats   Avg      Stdev     Max   +/- Stdev
-    Latency     2.61ms  312.07us   8.58ms   91.04%
-    Req/Sec    98.21k     3.12k  102.40k    80.00%
-  195447 requests in 2.00s, 24.79MB read
-  Socket errors: connect 0, read 12, write 1, timeout 3
-  Non-2xx or 3xx responses: 5
-Requests/sec:  97690.44
-Transfer/sec:     12.39MB
-"""
-
 H2LOAD = """\
 finished in 2.00s, 48776.50 req/s, 6.05MB/s
 requests: 97809 total, 97809 started, 97553 done, 97550 succeeded, 256 failed, 4 errored, 2 timeout
@@ -65,20 +52,6 @@ def settings(**changes):
 
 
 class Parsing(unittest.TestCase):
-    def test_wrk_counts_answers_and_every_error_kind(self):
-        r = cost.parse_wrk(WRK)
-        self.assertEqual(r["requests"], 195447)
-        self.assertAlmostEqual(r["rps"], 97690.44)
-        self.assertEqual(r["errors"], {"non_2xx_3xx": 5, "connect": 0, "read": 12, "write": 1, "timeout": 3})
-
-    def test_wrk_without_errors_reports_zeros(self):
-        text = "\n".join(line for line in WRK.splitlines() if "errors" not in line and "Non-2xx" not in line)
-        self.assertEqual(sum(cost.parse_wrk(text)["errors"].values()), 0)
-
-    def test_wrk_without_a_count_is_an_error(self):
-        with self.assertRaises(RuntimeError):
-            cost.parse_wrk("unable to connect to 127.0.0.1:1 Connection refused")
-
     def test_h2load_counts_done_and_the_non_2xx(self):
         r = cost.parse_h2load(H2LOAD)
         self.assertEqual(r["requests"], 97553)  # done: answers of any status, not started
@@ -88,14 +61,6 @@ class Parsing(unittest.TestCase):
     def test_h2load_without_counts_is_an_error(self):
         with self.assertRaises(RuntimeError):
             cost.parse_h2load("finished in 2.00s, 1.00 req/s, 1B/s\n")
-
-    def test_strace_table_by_call_without_its_total(self):
-        calls, errors = cost.parse_strace(STRACE)
-        self.assertEqual(calls, {"sendto": 50000, "recvfrom": 50100, "epoll_wait": 1000, "restart_syscall": 5})
-        self.assertEqual(errors, {"sendto": 0, "recvfrom": 100, "epoll_wait": 0, "restart_syscall": 0})
-
-    def test_strace_with_no_calls(self):
-        self.assertEqual(cost.parse_strace(""), ({}, {}))
 
     def test_ss_reads_bytes_acked_per_connection(self):
         self.assertEqual(cost.parse_ss(SS), {("127.0.0.1:40123", "127.0.0.1:51000"): 1360,
