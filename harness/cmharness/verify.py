@@ -7,6 +7,8 @@ row claim more than its ceiling? (Criterion.rs's comparison with a saved baselin
                               appends a record to results/quick/verifications.json
     cm-price check [FILE...]  every results/*/results.json (or the files named): the rows whose
                               efficiency interval lies above 1
+    cm-price compare A B      two runs' results.json: does every claim's interval overlap, and
+                              does either run reverse an ordering the other claims?
 """
 
 import glob
@@ -131,7 +133,61 @@ def check(argv):
     return 1 if bad else 0
 
 
+def orderings(claims):
+    """{(column, a, b)} for every pair of claims of one column whose intervals are disjoint, a's
+    above b's (a column: the same row, kind and reference)."""
+    out = set()
+    for a in claims:
+        for b in claims:
+            col = (a["row"], a["kind"], a["reference"])
+            if a is b or col != (b["row"], b["kind"], b["reference"]):
+                continue
+            if stats.Estimate.from_json(a["estimate"]).above(stats.Estimate.from_json(b["estimate"])):
+                out.add((col, a["label"], b["label"]))
+    return out
+
+
+def agreement(first, second):
+    """Two runs of one profile: (lines, ok). ok when every claim's intervals overlap and no
+    ordering one run claims is reversed by the other."""
+    by_id = {c["id"]: c for c in second}
+    lines, ok = [], True
+    for c in first:
+        other = by_id.get(c["id"])
+        a = stats.Estimate.from_json(c["estimate"])
+        b = stats.Estimate.from_json(other["estimate"]) if other else None
+        overlap = b is not None and a.overlaps(b)
+        ok &= overlap
+        lines.append(f"| {c['id']} | {a.format('{:.3f}')} | "
+                     f"{b.format('{:.3f}') if b else '-'} | {'yes' if overlap else 'NO'} |")
+    one, two = orderings(first), orderings(second)
+    reversed_ = sorted((col, x, y) for col, x, y in one if (col, y, x) in two)
+    ok &= not reversed_
+    lines.append("")
+    lines.append(f"orderings: {len(one)} in the first run, {len(two)} in the second, "
+                 f"{len(one & two)} in both, {len(reversed_)} reversed")
+    lines += [f"  reversed: {x} > {y} ({col[0]} {col[1]})" for col, x, y in reversed_]
+    return lines, ok
+
+
+def compare_runs(argv):
+    if len(argv) != 2:
+        print("usage: cm-price compare RESULTS_A.json RESULTS_B.json", file=sys.stderr)
+        return 2
+    docs = []
+    for path in argv:
+        with open(path) as f:
+            docs.append(json.load(f))
+    lines, ok = agreement(docs[0]["claims"], docs[1]["claims"])
+    print("| claim | first run | second run | intervals overlap |\n|---|--:|--:|---|")
+    print("\n".join(lines))
+    print("the two runs agree" if ok else "the two runs DISAGREE")
+    return 0 if ok else 1
+
+
 def main(mode, argv, run_profile, profile_from_settings, parse_args):
     if mode == "check":
         return check(argv)
+    if mode == "compare":
+        return compare_runs(argv)
     return verify(argv, run_profile, profile_from_settings, parse_args)

@@ -109,6 +109,22 @@ class Verify(unittest.TestCase):
         got = {c["id"]: c["verdict"] for c in verify.compare_claims(committed, rerun)}
         self.assertEqual(got, {"a": "holds", "b": "changed", "c": "noise", "d": "missing"})
 
+    def test_two_runs_agree_when_intervals_overlap_and_no_ordering_reverses(self):
+        def claim(label, mid, lo, hi):
+            return {"id": f"{label} plaintext - 128 ratio nginx", "label": label, "servers": [label],
+                    "row": "plaintext - 128", "kind": "ratio", "reference": "nginx",
+                    "estimate": stats.Estimate(mid, lo, hi, 15).to_json()}
+
+        first = [claim("a", 1.2, 1.1, 1.3), claim("b", 0.8, 0.7, 0.9)]
+        same = [claim("a", 1.25, 1.15, 1.35), claim("b", 0.85, 0.75, 0.95)]
+        lines, ok = verify.agreement(first, same)
+        self.assertTrue(ok)
+        self.assertIn("1 in both, 0 reversed", "\n".join(lines))
+        moved = [claim("a", 0.6, 0.5, 0.7), claim("b", 1.5, 1.4, 1.6)]
+        lines, ok = verify.agreement(first, moved)
+        self.assertFalse(ok)
+        self.assertIn("reversed: a > b", "\n".join(lines))
+
     def test_records_are_appended(self):
         with tempfile.TemporaryDirectory() as d:
             verify.append_record(d, {"n": 1})
