@@ -8,6 +8,7 @@
 #   make cross-check / make micro   regenerate results/loadgen.md / results/micro.md
 #   make cost      regenerate results/cost.md: server CPU and system calls per request
 #   make abuse     slowhttptest's slow-client attacks against every model -> results/abuse/
+#   make waiting-cost   RSS per waiting request, every model -> results/waiting-cost/
 #
 # Binaries land in build/<preset>/bin; build/bin points at build/release/bin.
 
@@ -21,7 +22,7 @@ FUZZ_SECONDS ?= 60
 # common/fuzz/corpus. A crash is saved in $(FUZZ_WORK)/artifacts/ and fails the target.
 FUZZ_WORK := build/fuzz/work
 
-.PHONY: all deps build test asan-test tsan-test fuzz compare cross-check micro cost abuse format clean
+.PHONY: all deps build test asan-test tsan-test fuzz compare cross-check micro cost abuse waiting-cost format clean
 
 all: build
 
@@ -72,6 +73,16 @@ cost: build
 # slowhttptest (slowloris, slow read) against every model, a fresh server each -> results/abuse/
 abuse: build
 	harness/abuse
+
+# RSS per waiting request: 10,000 on one loop for every async model, 512 threads for the blocking
+# model -> results/waiting-cost/ (one JSON each, with provenance, and README.md)
+waiting-cost: build
+	@mkdir -p results/waiting-cost
+	harness/waiting-cost --model blocking --threads 512 --waiting 512 --json results/waiting-cost/blocking.json
+	for m in $$(build/bin/cm-server --list-models | awk '$$1 != "blocking" {print $$1}'); do \
+	  harness/waiting-cost --model $$m --threads 1 --waiting 10000 --json results/waiting-cost/$$m.json || exit 1; \
+	done
+	harness/waiting-cost --summary results/waiting-cost
 
 format:
 	find common servers blocking asio_coro libuv_callbacks uring_coro harness \

@@ -323,18 +323,37 @@ class Runner:
         self.rng.shuffle(order)
         for t in order:
             self.log(f"round {rnd + 1}/{self.profile.rounds}: {t.label} {row.label()}")
-            sprinted = self.sprint_ceiling(t, row, rnd)
-            ceiling = None if sprinted else self.ceiling_window(t, rnd)
             m = self.measure_row(t, row, rnd)
-            if sprinted:
-                m.cpu_ceiling_rps = sprinted
-                m.notes.append(("ceiling-from-sprint", "its CPU ceiling is this round's sprint "
-                                "window: more than twice the lowest other ceiling, it cannot "
-                                "bind, so no window was spent on it back to back"))
-            else:
-                m.cpu_ceiling_rps = ceiling.rps if ceiling is not None and ceiling.ok else None
             price(m, t, self.profile, self.settings)
             self.record(t, m)
+
+    def ceiling_for(self, target, server, row, rnd):
+        """The CPU ceiling a row about to run on `server` is priced against: this round's sprint
+        window when it cannot bind; else a window back to back, on the same server process (or,
+        for a variant, on its ceiling source's running server)."""
+        sprinted = self.sprint_ceiling(target, row, rnd)
+        if sprinted:
+            return sprinted, ("ceiling-from-sprint", "its CPU ceiling is this round's sprint "
+                              "window: more than twice the lowest other ceiling, it cannot bind, "
+                              "so no window was spent on it back to back")
+        if self.ceiling_row is None:
+            return None, None
+        if self.ceiling_source(target) is not target:
+            c = self.ceiling_window(target, rnd)
+        else:
+            c = self.measure(target, server, self.ceiling_row, rnd,
+                             duration_s=self.profile.ceiling_duration_s,
+                             warmup_s=self.profile.ceiling_warmup_s)
+        return (c.rps if c is not None and c.ok else None), None
+
+    def row_on(self, target, server, row, rnd):
+        p = self.profile
+        ceiling, note = self.ceiling_for(target, server, row, rnd)
+        m = self.measure(target, server, row, rnd, duration_s=p.duration_s, warmup_s=p.warmup_s)
+        m.cpu_ceiling_rps = ceiling
+        if note:
+            m.notes.append(note)
+        return m
 
     def sprint_ceiling(self, target, row, rnd):
         """This round's sprint ceiling of the target when it exceeds the row's lowest other
@@ -350,14 +369,11 @@ class Runner:
         return m.rps if other and m.rps > self.profile.ceiling_margin * other else None
 
     def measure_row(self, target, row, rnd):
-        p = self.profile
-        if not p.fresh_server:
-            return self.measure(target, self.servers[target.label], row, rnd,
-                                duration_s=p.duration_s, warmup_s=p.warmup_s)
+        if not self.profile.fresh_server:
+            return self.row_on(target, self.servers[target.label], row, rnd)
         try:
             with self.start_server(target) as server:
-                m = self.measure(target, server, row, rnd, duration_s=p.duration_s,
-                                 warmup_s=p.warmup_s)
+                m = self.row_on(target, server, row, rnd)
                 m.fresh_server = True
                 ended = server.stop()
                 if ended != "exit 0":

@@ -4,7 +4,9 @@ row claim more than its ceiling? (Criterion.rs's comparison with a saved baselin
     cm-price verify quick     rerun quick with the committed run's own settings, into a scratch
                               folder; each committed claim: holds (the intervals overlap), changed
                               (disjoint: by how much), or noise (an interval too wide to tell);
-                              appends a record to results/quick/verifications.json
+                              appends a record to results/quick/verifications.json. With
+                              --models, only the claims of those servers (name the peer a ratio
+                              is taken to: --models asio_coro,nginx)
     cm-price check [FILE...]  every results/*/results.json (or the files named): the rows whose
                               efficiency interval lies above 1
     cm-price compare A B      two runs' results.json: does every claim's interval overlap, and
@@ -85,7 +87,10 @@ def verify(argv, run_profile, profile_from_settings, parse_args):
     args.no_charts = True
     with tempfile.TemporaryDirectory(prefix="cm-price-verify.") as scratch:
         rerun, _, failed = run_profile(p, args, scratch)
-    compared = compare_claims(committed["claims"], rerun["claims"])
+    ran = {t["name"] for t in rerun["targets"] if t["priced"]}
+    # With --models, the claims of the servers left out are not this verification's to judge.
+    claims = [c for c in committed["claims"] if not args.models or set(c["servers"]) <= ran]
+    compared = compare_claims(claims, rerun["claims"])
     path = append_record(folder, record(committed, rerun, compared))
     print("\n" + table(compared) + "\n")
     counts = {}

@@ -75,8 +75,7 @@ class EndToEnd(unittest.TestCase):
         self.assertIn(v.returncode, (0, 1), v.stderr)
         with open(os.path.join(self.out, "tiny", "verifications.json")) as f:
             records = json.load(f)
-        self.assertEqual(len(records), 1)
-        rec = records[0]
+        rec = next(r for r in records if len(r["claims"]) == 2)
         self.assertEqual(rec["results_started_utc"], self.doc["meta"]["started_utc"])
         self.assertEqual({c["id"] for c in rec["claims"]}, {c["id"] for c in self.doc["claims"]})
         for c in rec["claims"]:
@@ -84,6 +83,15 @@ class EndToEnd(unittest.TestCase):
         for folder in ("asio_coro", "blocking", "common", "servers"):  # harness/ may be edited
             self.assertEqual(rec["provenance"]["trees"][folder],
                              self.doc["meta"]["provenance"]["trees"][folder])
+
+
+    def test_verify_with_models_judges_only_their_claims(self):
+        v = cm_price("verify", self.profile, "--models", "asio_coro", "--out", self.out,
+                     "--bin-dir", BIN, "--seed", "3")
+        self.assertIn(v.returncode, (0, 1), v.stderr)
+        with open(os.path.join(self.out, "tiny", "verifications.json")) as f:
+            last = json.load(f)[-1]
+        self.assertEqual({c["id"] for c in last["claims"]}, {"asio_coro delay 20 16 efficiency"})
 
 
 class Usage(unittest.TestCase):
