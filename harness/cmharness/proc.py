@@ -113,7 +113,8 @@ def open_fds(pid):
 
 def machine_ticks(text=None):
     """(total, idle, steal) clock ticks of the "cpu" line of /proc/stat, summed over every CPU.
-    total leaves out guest and guest_nice (already counted in user and nice); idle includes iowait."""
+    total leaves out guest and guest_nice (already counted in user and nice); idle includes
+    iowait."""
     text = text if text is not None else _read("/proc/stat")
     for line in text.splitlines():
         f = line.split()

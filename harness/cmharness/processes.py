@@ -1,4 +1,5 @@
-"""Child processes: started pinned to CPUs, each stopped by its pid on the way out, whatever happened.
+"""Child processes: started pinned to CPUs, each stopped by its pid on the way out, whatever
+happened.
 
 Every child this module starts is registered; stop_all() (run at exit, and on SIGTERM / SIGINT
 once install_signal_handlers() was called) stops the ones still running. A child also gets SIGTERM

@@ -1,5 +1,6 @@
-"""A pricing profile (a JSON file in harness/profiles/): which servers, which rows, how long, how many
-rounds. Every knob has a cm-price flag that overrides it, so the same command prices a bigger machine.
+"""A pricing profile (a JSON file in harness/profiles/): which servers, which rows, how long, how
+many rounds. Every knob has a cm-price flag that overrides it, so the same command prices a bigger
+machine.
 
     {"name": "quick", "rounds": 6, "duration_s": 1.0, "warmup_s": 0.3,
      "ceiling_window": {"duration_s": 0.75, "warmup_s": 0.25},

@@ -104,7 +104,8 @@ def full_table(doc):
                 f"{_fig(s, 'lowest_ceiling')} | {eff_text} | "
                 f"{_fig(s, 'latency_p99_ms', '{:.2f}')} | "
                 f"{_fig(s, 'overshoot_p99_ms', '{:.2f}')} | "
-                f"{_fig(s, 'server_cpu_ms_per_1k', '{:.1f}')} | {_fig(s, 'server_busy', '{:.0%}')} |"
+                f"{_fig(s, 'server_cpu_ms_per_1k', '{:.1f}')} | "
+                f"{_fig(s, 'server_busy', '{:.0%}')} |"
                 f" {_fig(s, 'starved_connections')} | "
                 f"{_fig(s, 'rss_per_connection_kib', '{:.2f}')} | "
                 f"{errors:,}" + (f" ({kinds})" if kinds else "") + f" | {r['rounds_measured']} |")
@@ -132,12 +133,13 @@ def notes(doc):
     return "\n".join(out) or "- none"
 
 
-ERRORS = """An error is an answer cm-load could not accept, counted over the whole run, warm-up included:
-`timeout` (no answer within cm-load's --timeout: in the blocking model, the connections beyond its
-workers wait in the accept queue for the whole run, so their requests time out -- a property of the
-model, not a failure), `reset` (the server closed a connection with a request in flight), `status` /
-`body` (a wrong answer), `early` (answered before its delay: a violation, never a fast server),
-`connect` (a connection that could not be opened). A row with wrong or early answers is not a result."""
+ERRORS = """An error is an answer cm-load could not accept, counted over the whole run, warm-up
+included: `timeout` (no answer within cm-load's --timeout: in the blocking model, the connections
+beyond its workers wait in the accept queue for the whole run, so their requests time out -- a
+property of the model, not a failure), `reset` (the server closed a connection with a request in
+flight), `status` / `body` (a wrong answer), `early` (answered before its delay: a violation, never
+a fast server), `connect` (a connection that could not be opened). A row with wrong or early
+answers is not a result."""
 
 
 def validation(doc):

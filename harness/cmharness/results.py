@@ -160,7 +160,8 @@ def document(runner, meta, skipped):
         v = runner.validations.get(t.label)
         targets.append({"name": t.name, "server": t.name, "variant": t.variant.name,
                         "label": t.label,
-                        "kind": t.kind, "threads": runner.threads.get(t.label, ""), "priced": t.label not in runner.refused,
+                        "kind": t.kind, "threads": runner.threads.get(t.label, ""),
+                        "priced": t.label not in runner.refused,
                         "refused": runner.refused.get(t.label, ""),
                         "validation": {"ok": v.ok, "failure": v.failure, "passed": v.passed}
                         if v else None, "rows": rows})
@@ -191,7 +192,8 @@ def _value(f, m):
 
 def write(doc, folder, markdown, csv_content, charts=True):
     """Writes results.json, results.csv, machine.json, machine.md and results.md into folder, and
-    draws the charts (harness/plot, with Debian's python3). Returns a note when no chart was drawn."""
+    draws the charts (harness/plot, with Debian's python3). Returns a note when no chart was
+    drawn."""
     from . import provenance
 
     os.makedirs(folder, exist_ok=True)

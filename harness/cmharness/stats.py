@@ -1,4 +1,5 @@
-"""The statistics of every comparative figure, in one place (as Criterion.rs and pyperf keep theirs).
+"""The statistics of every comparative figure, in one place (as Criterion.rs and pyperf keep
+theirs).
 
 A figure is an Estimate: the median over rounds of a quantity taken *within* a round (a ratio to
 a reference server measured in the same round, an efficiency against a ceiling measured back to

@@ -34,7 +34,8 @@ def exchange(port, path, timeout=30.0, connection=None):
 
 
 def check(path, response, body, min_ms):
-    """What is wrong with a response that should be 200 `body`, text/plain, no sooner than min_ms."""
+    """What is wrong with a response that should be 200 `body`, text/plain, no sooner than
+    min_ms ("" when nothing is)."""
     if isinstance(response, Exception):
         return f"{path}: {type(response).__name__}: {response}"
     status, content_type, got, latency_ms = response

@@ -147,7 +147,8 @@ def orderings(claims):
             col = (a["row"], a["kind"], a["reference"])
             if a is b or col != (b["row"], b["kind"], b["reference"]):
                 continue
-            if stats.Estimate.from_json(a["estimate"]).above(stats.Estimate.from_json(b["estimate"])):
+            est_a = stats.Estimate.from_json(a["estimate"])
+            if est_a.above(stats.Estimate.from_json(b["estimate"])):
                 out.add((col, a["label"], b["label"]))
     return out
 
