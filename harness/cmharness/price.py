@@ -341,7 +341,10 @@ class Runner:
         if self.ceiling_source(target) is not target:
             c = self.ceiling_window(target, rnd)
         else:
-            c = self.measure(target, server, self.ceiling_row, rnd,
+            ceiling_row = self.ceiling_row
+            if self.profile.ceiling_at_row_connections:  # the CPU's ceiling with as many clients
+                ceiling_row = dataclasses.replace(ceiling_row, connections=row.connections)
+            c = self.measure(target, server, ceiling_row, rnd,
                              duration_s=self.profile.ceiling_duration_s,
                              warmup_s=self.profile.ceiling_warmup_s)
         return (c.rps if c is not None and c.ok else None), None

@@ -94,6 +94,11 @@ class Profile:
     fresh_server: bool = False
     stagger_cap_ms: int = 4000
     ceiling_margin: float = 2.0  # a CPU ceiling this many times the lowest other one cannot bind
+    # The back-to-back ceiling window with as many connections as the row (the sprint keeps the
+    # ceiling row's): a server whose cost per request falls with more connections in flight
+    # (an io_uring loop batching more completions per turn) is not priced against too low a
+    # ceiling.
+    ceiling_at_row_connections: bool = False
     chart: str = "bars"
     variants: list = dataclasses.field(default_factory=lambda: [Variant()])
     rows: list = dataclasses.field(default_factory=list)  # Row, CPU-ceiling rows first
@@ -140,7 +145,10 @@ def parse(doc):
         if key in doc:
             setattr(p, key, _positive(doc[key], key) if key != "warmup_s" else float(doc[key]))
     window = doc.get("ceiling_window", {})
-    _only(window, {"duration_s", "warmup_s", "rounds"}, "ceiling_window")
+    _only(window, {"duration_s", "warmup_s", "rounds", "connections"}, "ceiling_window")
+    if window.get("connections", "row") not in ("row",):
+        raise ProfileError('ceiling_window.connections: "row" (or leave it out)')
+    p.ceiling_at_row_connections = "connections" in window
     p.ceiling_rounds = int(window.get("rounds", p.ceiling_rounds))
     p.ceiling_duration_s = float(window.get("duration_s", p.ceiling_duration_s))
     p.ceiling_warmup_s = float(window.get("warmup_s", p.ceiling_warmup_s))

@@ -43,6 +43,13 @@ class Profiles(unittest.TestCase):
         self.assertEqual(sorted(r.key for r in p.rows),
                          ["block 100 200", "delay 100 10", "delay 100 20", "plaintext - 128"])
 
+    def test_the_ceiling_window_may_take_the_rows_connections(self):
+        self.assertFalse(profile().ceiling_at_row_connections)
+        p = profile(ceiling_window={"duration_s": 0.5, "connections": "row"})
+        self.assertTrue(p.ceiling_at_row_connections)
+        with self.assertRaisesRegex(profiles.ProfileError, "ceiling_window.connections"):
+            profile(ceiling_window={"connections": 512})
+
     def test_timeout_is_three_delays_or_two_seconds(self):
         p = profile()
         self.assertEqual(profiles.timeout_ms(p, p.rows[1]), 2000)
