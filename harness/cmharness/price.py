@@ -349,10 +349,13 @@ class Runner:
                              warmup_s=self.profile.ceiling_warmup_s)
         return (c.rps if c is not None and c.ok else None), None
 
-    def row_on(self, target, server, row, rnd):
+    def row_on(self, target, server, row, rnd, fresh=False):
         p = self.profile
+        idle_kib = server.readings().rss_kib if fresh else None
         ceiling, note = self.ceiling_for(target, server, row, rnd)
         m = self.measure(target, server, row, rnd, duration_s=p.duration_s, warmup_s=p.warmup_s)
+        if idle_kib is not None:  # RSS per connection from the fresh server's idle RSS, not from
+            m.rss_before_kib = idle_kib  # after the ceiling window, which had opened as many
         m.cpu_ceiling_rps = ceiling
         if note:
             m.notes.append(note)
@@ -376,7 +379,7 @@ class Runner:
             return self.row_on(target, self.servers[target.label], row, rnd)
         try:
             with self.start_server(target) as server:
-                m = self.row_on(target, server, row, rnd)
+                m = self.row_on(target, server, row, rnd, fresh=True)
                 m.fresh_server = True
                 ended = server.stop()
                 if ended != "exit 0":
