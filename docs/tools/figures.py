@@ -56,7 +56,9 @@ FIELDS = {
     "spread": _stat("rps", "{:.0%}", part="spread"),
     "efficiency": _stat("efficiency", "{:.0%}"),
     "efficiency1": _stat("efficiency", "{:.1%}"),
-    "bound": lambda row: row["bound"],
+    # "connections or cpu" (the rounds differ) and "connections = threads" (a tie: both bind) are
+    # one word in a page: "connections/cpu", "connections/threads".
+    "bound": lambda row: row["bound"].replace(" or ", "/").replace(" = ", "/"),
     "ceiling": _stat("cpu_ceiling"),
     "connection_ceiling": _stat("connection_ceiling"),
     "thread_ceiling": _stat("thread_ceiling"),
