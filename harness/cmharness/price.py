@@ -14,6 +14,11 @@ round. This is how cm-price measures, and why (issue 20: "a figure is a claim"):
   on a pool of 64) answers in waves of the pool's size unless its first requests are spread: its
   stagger spreads them over delay x connections / threads, so each thread's phase differs and the
   answers flow evenly; a window of any length then counts whole waves' worth.
+- A row whose efficiency interval is still wider than half its estimate after the planned rounds
+  (stats.NOISE_WIDTH: too wide to tell a change from the noise) gets more rounds, each with its
+  ceiling back to back, up to the profile's max_rounds: with 6 rounds the 95% interval of a median
+  is the least and the greatest round, so one disturbed window sets it; with 12 it is the 3rd and
+  the 10th, and two disturbed windows at either end no longer do.
 """
 
 import dataclasses
@@ -24,7 +29,7 @@ import resource
 import sys
 import time
 
-from . import ceilings, load, proc, profiles, validate
+from . import ceilings, load, proc, profiles, stats, validate
 from .ceilings import Ceilings
 from .servers import Server, find_program, kind_of
 
@@ -292,6 +297,7 @@ class Runner:
     def record(self, target, m):
         size = self.profile.ceiling_rounds if m.is_ceiling else self.profile.rounds
         rounds = self.measurements.setdefault((target.label, m.row.key), [None] * size)
+        rounds.extend([None] * (m.round + 1 - len(rounds)))  # a round beyond the planned ones
         rounds[m.round] = m
 
     def ceiling_window(self, target, rnd):
@@ -317,12 +323,14 @@ class Runner:
             price(m, t, self.profile, self.settings)
             self.record(t, m)
 
-    def row_round(self, row, rnd):
+    def row_round(self, row, rnd, only=None):
         order = [t for t in self.priced() if row in rows_for(t, self.profile.rows)
-                 and not self.is_ceiling(t, row)]
+                 and not self.is_ceiling(t, row) and (only is None or t.label in only)]
         self.rng.shuffle(order)
         for t in order:
-            self.log(f"round {rnd + 1}/{self.profile.rounds}: {t.label} {row.label()}")
+            which = f"{rnd + 1}/{self.profile.rounds}" if only is None else \
+                f"{rnd + 1} (more, up to {self.profile.max_rounds})"
+            self.log(f"round {which}: {t.label} {row.label()}")
             m = self.measure_row(t, row, rnd)
             price(m, t, self.profile, self.settings)
             self.record(t, m)
@@ -397,9 +405,32 @@ class Runner:
                 self.sprint(rnd)
             for row in p.rows if rnd < p.rounds else ():
                 self.row_round(row, rnd)
+        for rnd in range(p.rounds, p.max_rounds):
+            wide = undecided(self.measurements)
+            if not wide:
+                break
+            for row in p.rows:
+                labels = {label for label, key in wide if key == row.key}
+                if labels:
+                    self.row_round(row, rnd, only=labels)
         for server in self.servers.values():
             server.close()
         return self
+
+
+def undecided(measurements, width=stats.NOISE_WIDTH):
+    """{(label, row key)} of every priced row whose efficiency interval is wider than `width` of
+    its estimate, or has no interval (too few good rounds): the rows a further round could
+    decide. A row no round of which was measured is left alone: more rounds would not help."""
+    out = set()
+    for key, rounds in measurements.items():
+        done = [m for m in rounds if m is not None]
+        if not done or done[0].is_ceiling:
+            continue
+        est = stats.estimate([m.efficiency for m in done if m.ok])
+        if est is not None and est.relative_width() > width:
+            out.add(key)
+    return out
 
 
 def settle(server, prompt_s=0.05, limit_s=30.0):

@@ -83,6 +83,9 @@ class Profile:
     ceiling_warmup_s: float = 0.25
     ceiling_rounds: int = 15  # sprints: the within-round ratios between servers
     rounds: int = 6
+    # More rounds, up to this many, for a row whose efficiency interval is still too wide to
+    # tell a change from the noise after `rounds` (0: no more than `rounds`).
+    max_rounds: int = 0
     timeout_ms: "int | None" = None
     models: str = "all"
     peers: list = dataclasses.field(default_factory=list)
@@ -127,7 +130,8 @@ def _positive(v, where):
     return v
 
 
-_TOP = {"name", "description", "duration_s", "warmup_s", "ceiling_window", "rounds", "timeout_ms",
+_TOP = {"name", "description", "duration_s", "warmup_s", "ceiling_window", "rounds", "max_rounds",
+        "timeout_ms",
         "models", "peers", "server", "load_threads", "fresh_server", "stagger_cap_ms", "chart",
         "ceiling_margin",
         "variants", "rows"}
@@ -140,8 +144,8 @@ def parse(doc):
     if "name" not in doc:
         raise ProfileError('profile: "name" is required')
     p = Profile(name=doc["name"], description=doc.get("description", ""))
-    for key in ("duration_s", "warmup_s", "rounds", "timeout_ms", "load_threads", "stagger_cap_ms",
-                "ceiling_margin"):
+    for key in ("duration_s", "warmup_s", "rounds", "max_rounds", "timeout_ms", "load_threads",
+                "stagger_cap_ms", "ceiling_margin"):
         if key in doc:
             setattr(p, key, _positive(doc[key], key) if key != "warmup_s" else float(doc[key]))
     window = doc.get("ceiling_window", {})

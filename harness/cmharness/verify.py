@@ -84,6 +84,9 @@ def verify(argv, run_profile, profile_from_settings, parse_args):
               f"rerun `build/bin/cm-price {name}` first", file=sys.stderr)
         return 2
     p = profile_from_settings(committed["meta"]["profile_settings"])
+    # More rounds for a row the planned ones leave undecided only narrow the rerun's interval:
+    # the committed run's settings otherwise, so the rerun measures what it measured.
+    p.max_rounds = args.max_rounds or max(p.max_rounds, profiles.load(args.profile).max_rounds)
     args.no_charts = True
     with tempfile.TemporaryDirectory(prefix="cm-price-verify.") as scratch:
         rerun, _, failed = run_profile(p, args, scratch)

@@ -6,7 +6,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from cmharness import ceilings, price, profiles  # noqa: E402
+from cmharness import ceilings, load, price, profiles  # noqa: E402
+from tests.test_claims import cm_load_json  # noqa: E402
 
 
 def profile(**extra):
@@ -144,6 +145,61 @@ class Runner(unittest.TestCase):
         self.assertTrue(r.is_ceiling(inline, p.rows[0]))
         self.assertFalse(r.is_ceiling(pool, p.rows[0]))
         self.assertEqual(pool.arg("--offload", "standard"), "pool")
+
+
+class MoreRounds(unittest.TestCase):
+    """A row the planned rounds leave undecided gets more, up to max_rounds; a decided one not."""
+
+    class Scripted(price.Runner):
+        """The Runner's rounds with each window's efficiency scripted, no server started."""
+
+        def __init__(self, p, script):
+            targets, _ = price.plan_targets(p, ["asio_coro", "uring_coro"], peers=False)
+            super().__init__(p, price.Settings("bin", "work", [0], [1], progress=False), targets)
+            self.script = script  # label -> efficiency of each round, in turn
+
+        def validate_all(self):
+            pass
+
+        def sprint(self, rnd):
+            pass
+
+        def measure_row(self, target, row, rnd):
+            """A window at the scripted share of the connections' ceiling (1,000 / 100 ms)."""
+            rps = self.script[target.label][rnd] * 10_000
+            m = price.Measurement(rnd, 0, row, window_s=1.0, result=load.LoadResult.from_json(
+                cm_load_json(rps, row.connections, row.mean_delay_ms)))
+            m.cpu_ceiling_rps = 1e6
+            return m
+
+    def test_a_wide_interval_gets_more_rounds_until_it_narrows_or_max_rounds(self):
+        p = profile(rounds=6, max_rounds=12, rows=[
+            {"id": "delay", "path": "/delay/{ms}", "delay_ms": [100], "connections": [1000]}])
+        steady = [0.99, 0.98, 0.99, 1.0, 0.97, 0.99] + [0.99] * 6
+        # one disturbed round sets a 6-round interval (min..max); more rounds trim it
+        disturbed = [0.9, 0.2, 0.95, 0.92, 0.91, 0.93] + [0.92, 0.94, 0.9, 0.93, 0.91, 0.92]
+        r = self.Scripted(p, {"asio_coro": steady, "uring_coro": disturbed}).run()
+        key = p.rows[0].key
+        self.assertEqual(len(r.measurements[("asio_coro", key)]), 6)
+        wide = r.measurements[("uring_coro", key)]
+        self.assertGreater(len(wide), 6)
+        self.assertLessEqual(len(wide), 12)
+        self.assertEqual([m.round for m in wide], list(range(len(wide))))
+        self.assertEqual(price.undecided(r.measurements), set())
+
+    def test_without_max_rounds_the_planned_rounds_are_all(self):
+        p = profile(rounds=6, rows=[
+            {"id": "delay", "path": "/delay/{ms}", "delay_ms": [100], "connections": [1000]}])
+        wild = [0.1, 0.9, 0.2, 0.8, 0.3, 0.7] * 2
+        r = self.Scripted(p, {"asio_coro": wild, "uring_coro": wild}).run()
+        self.assertEqual({len(v) for v in r.measurements.values()}, {6})
+        self.assertEqual(price.undecided(r.measurements),
+                         {("asio_coro", p.rows[0].key), ("uring_coro", p.rows[0].key)})
+
+    def test_a_row_with_every_round_failed_is_left_alone(self):
+        row = profiles.Row("delay", "/delay/{ms}", 1000, delay="100")
+        failed = [price.Measurement(k, k, row, error="could not start") for k in range(6)]
+        self.assertEqual(price.undecided({("m", row.key): failed}), set())
 
 
 if __name__ == "__main__":
