@@ -3,9 +3,18 @@ honouring its delay, and its efficiency against the lowest. Pure functions.
 
     connection ceiling = connections / mean delay     (a server that suspends a waiting request)
     thread ceiling     = threads / mean delay         (one that holds a thread while it waits)
-    CPU ceiling        = the server's own /plaintext rps, measured back to back with the row
-                         (for /cpu/N: 1 / (1 / plaintext rps + N us / server CPUs))
+    CPU ceiling        = the server's own /plaintext rps, measured back to back with the row;
+                         for /cpu/N, the work alone: server CPUs / N us
     efficiency         = rps / the lowest ceiling that applies
+
+Why not 1 / (1 / plaintext rps + N us) for /cpu/N: it assumes a /cpu/N request's I/O costs what a
+/plaintext request's does at saturation, and it need not. asio_coro_uring's ring runs its task
+work as soon as a completion arrives (Asio sets up its ring with no flags; uring_coro asks for
+DEFER_TASKRUN), so under /plaintext its recvmsg races cm-load's delivery into the same socket and
+spins on the socket's lock (perf: most of its CPU in native_queued_spin_lock_slowpath); under
+/cpu/N it is computing when the next request lands, the race is gone, and it answered up to 113%
+of that formula (results/offload, 2026-12-02). N us of CPU per request is a bound no server can
+pass; what a row falls short of it is what its I/O and its offloading cost.
 """
 
 import dataclasses
@@ -43,8 +52,7 @@ def compute(connections, mean_delay_ms, threads=None, cpu_rps=None, compute_us=0
             out.thread = threads / delay_s
     cpus = max(1, server_cpus)
     if compute_us > 0:
-        work_s = compute_us / 1e6 / cpus
-        out.cpu = 1 / (1 / cpu_rps + work_s) if cpu_rps else 1 / work_s
+        out.cpu = cpus / (compute_us / 1e6)  # the work alone (see the module's docstring)
     elif cpu_rps:
         out.cpu = cpu_rps
     return out

@@ -344,7 +344,7 @@ class Runner:
             return sprinted, ("ceiling-from-sprint", "its CPU ceiling is this round's sprint "
                               "window: more than twice the lowest other ceiling, it cannot bind, "
                               "so no window was spent on it back to back")
-        if self.ceiling_row is None:
+        if self.ceiling_row is None or row.compute_us > 0:  # /cpu/N: the work alone bounds it
             return None, None
         if self.ceiling_source(target) is not target:
             c = self.ceiling_window(target, rnd)
