@@ -13,12 +13,16 @@ its commit (meta.commit.head) is read as the trees of that commit (also when it 
 uncommitted changes: the old tools disagreed on what that meant).
 
 A server's figures are fresh when those trees equal the working tree's for each of its folders, or
-when results/PROFILE/verifications.json (appended by `cm-price verify`) covers it: of the records of
-that results file (results_started_utc == meta.started_utc) whose trees equal the current ones for
-the server's folders and which have claims naming the server, the last one decides, and it covers
-the server when every such claim's verdict is "holds" (a later "changed" on the same tree undoes an
-earlier "holds"). The current trees are hashed once per run (tree_hashes(), the working tree as it
-is, committed or not).
+when results/PROFILE/verifications.json (appended by `cm-price verify`) covers them: of the records
+of that results file (results_started_utc == meta.started_utc) whose trees equal the current ones
+for the server's folders and which have claims naming the server, the last one decides (a later
+"changed" on the same tree undoes an earlier "holds"). It covers nothing of the server when any of
+its claims there is "changed" or "missing": the code changed what it measures. Otherwise a figure
+of one row (`fig PROFILE SERVER[/VARIANT] ROW CONNECTIONS FIELD`) is covered when that row's claims
+hold, whatever a claim of another row says ("noise" there cannot tell, and says nothing of this
+row); a figure whose row has no claim (a CPU-ceiling row with no peer to be a ratio to), a ratio
+between two servers and a headline are covered when every claim of the server holds. The current
+trees are hashed once per run (tree_hashes(), the working tree as it is, committed or not).
 
     docs/tools/freshness.py --root .          exit 0 when every cited figure is fresh, 1 if not
     docs/tools/freshness.py --root . --list   every cited figure, fresh or stale, and why
@@ -58,6 +62,7 @@ class Citation:
     text: str  # the figure with its fig comment, or the headline's table row
     profile: str
     servers: list[str]
+    row: tuple[str, str, str] | None = None  # (label, row id, connections) of a one-row figure
 
 
 @dataclass
@@ -67,6 +72,26 @@ class Status:
     fresh: bool
     why: str
     moved: list[tuple[str, str | None, str | None]]  # (folder, recorded, current) that differ
+
+
+def spec_row(spec: str) -> tuple[str, str, str] | None:
+    """(label, row id, connections) of a one-server figure's spec, as its claims name the row:
+    the label is "server (variant)", or the bare server for the standard variant."""
+    words = spec.split()
+    if len(words) != 5:
+        return None
+    server, _, variant = words[1].partition("/")
+    label = server if variant in ("", "standard", "-") else f"{server} ({variant})"
+    return label, words[2], words[3]
+
+
+def claim_row(claim: dict) -> tuple[str, str, str] | None:
+    """(label, row id, connections) of a verified claim; None for a record that predates them."""
+    label, row = claim.get("label"), claim.get("row")
+    if not label or not row:
+        return None
+    words = row.split()
+    return label, words[0], words[-1]
 
 
 def spec_servers(spec: str) -> tuple[str, list[str]]:
@@ -117,7 +142,8 @@ def citations(root: str, servers_of) -> tuple[list[Citation], list[str]]:
             except LookupError as e:
                 problems.append(f"{where}: <!--fig {match.group(2)}-->: {e}")
                 continue
-            found.append(Citation(where, match.group(0), profile, servers))
+            found.append(Citation(where, match.group(0), profile, servers,
+                                  spec_row(match.group(2))))
         try:
             found.extend(headline_citations(rel, text, servers_of))
         except LookupError as e:
@@ -189,12 +215,12 @@ class Profile:
         origin = f"the trees of commit {head[:12]} (no recorded trees{dirty})"
         return trees_at(head, root=root), origin
 
-    def status(self, server: str, current: dict) -> Status:
-        if server not in self.statuses:
-            self.statuses[server] = self.judge(server, current)
-        return self.statuses[server]
+    def status(self, server: str, current: dict, row=None) -> Status:
+        if (server, row) not in self.statuses:
+            self.statuses[(server, row)] = self.judge(server, current, row)
+        return self.statuses[(server, row)]
 
-    def judge(self, server: str, current: dict) -> Status:
+    def judge(self, server: str, current: dict, row=None) -> Status:
         folders = folders_of(server)
         if not folders:
             return Status(True, "a peer: no folder of this project", [])
@@ -213,7 +239,15 @@ class Profile:
                                  f"json covers the current tree for {server}", moved)
         record, claims = deciding
         when = record.get("recorded_utc", "(no date)")
-        against = [c for c in claims if c.get("verdict") != "holds"]
+        against = [c for c in claims if c.get("verdict") in ("changed", "missing")]
+        mine = [c for c in claims if row is not None and claim_row(c) == row]
+        if not against and mine:
+            against = [c for c in mine if c.get("verdict") != "holds"]
+            if not against:
+                return Status(True, f"verified on the current tree {when} (its row's claim holds, "
+                                    f"no claim of {server} changed)", moved)
+        if not against and not mine:
+            against = [c for c in claims if c.get("verdict") != "holds"]
         if not against:
             held = f"{len(claims)} claims hold"
             if len(claims) == 1:
@@ -261,7 +295,8 @@ def judge_all(root: str, profiles: Profiles, current: dict):
         except LookupError as e:
             problems.append(f"{c.where}: {c.text}: {e}")
             continue
-        judged.append((c, [(s, profile.status(s, current)) for s in c.servers]))
+        row = c.row if len(c.servers) == 1 else None
+        judged.append((c, [(s, profile.status(s, current, row)) for s in c.servers]))
     return judged, problems
 
 
@@ -277,9 +312,10 @@ def report_stale(judged, profiles: Profiles) -> int:
         profile = profiles.get(name)
         print(f"\nresults/{name} (started {profile.started}; measured on {profile.origin}):",
               file=sys.stderr)
-        for server, status in sorted(profile.statuses.items()):
+        for (server, row), status in sorted(profile.statuses.items(), key=lambda kv: str(kv[0])):
             if not status.fresh:
-                print(f"    {moved_text(server, status, width=lambda t: t or '(none)')}\n"
+                which = f" ({row[0]} {row[1]} x {row[2]})" if row else ""
+                print(f"    {moved_text(server, status, width=lambda t: t or '(none)')}{which}\n"
                       f"        {status.why}", file=sys.stderr)
         print(f"    run: build/bin/cm-price verify {name}   (every claim holds: fresh again)\n"
               f"     or: build/bin/cm-price {name}   (rerun), then docs/tools/figures.py --update",

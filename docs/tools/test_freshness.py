@@ -184,6 +184,48 @@ class FreshnessTest(unittest.TestCase):
         self.assertIn(ASIO_FIG, done.stderr)
         self.assertIn("asio_coro/nginx noise", done.stderr)
 
+    @staticmethod
+    def row_claim(label: str, row: str, verdict: str) -> dict:
+        return {"id": f"{label} {row} efficiency", "servers": [label.split()[0]], "label": label,
+                "row": row, "verdict": verdict, "committed": {}, "rerun": {}, "change": 0.02}
+
+    def test_a_figure_is_covered_by_its_rows_claim_when_another_row_is_noise(self):
+        self.touch_asio_coro()
+        record = self.verification(tree_hashes(root=self.root), {"asio_coro_uring": "holds"})
+        record["claims"] += [self.row_claim("asio_coro", "plaintext - 128", "holds"),
+                             self.row_claim("asio_coro", "delay 100 2000", "noise")]
+        self.write_verifications(record)
+        done = self.run_tool("--list")
+        self.assertEqual(done.returncode, 1)
+        self.assertIn(f"fresh  {ASIO_FIG}  (asio_coro: verified on the current tree "
+                      "2026-12-02 11:00:00 UTC (its row's claim holds", done.stdout)
+        # the headline stands for every figure of the server: the noisy row's claim keeps it stale
+        self.assertIn("README.md:5: | asio_coro | 75,768 |", done.stderr)
+        self.assertIn("says: asio_coro delay 100 2000 efficiency noise", done.stderr)
+        self.assertIn("freshness: 1 of 9", done.stderr)
+
+    def test_a_changed_claim_of_another_row_uncovers_every_figure_of_the_server(self):
+        self.touch_asio_coro()
+        record = self.verification(tree_hashes(root=self.root), {"asio_coro_uring": "holds"})
+        record["claims"] += [self.row_claim("asio_coro", "plaintext - 128", "holds"),
+                             self.row_claim("asio_coro", "delay 100 2000", "changed")]
+        self.write_verifications(record)
+        done = self.run_tool()
+        self.assertEqual(done.returncode, 1)
+        self.assertIn(ASIO_FIG, done.stderr)
+        self.assertIn("says: asio_coro delay 100 2000 efficiency changed by +2.0%", done.stderr)
+        self.assertIn("freshness: 2 of 9", done.stderr)
+
+    def test_a_figure_names_its_row_as_the_claims_do(self):
+        sys.path.insert(0, TOOLS)
+        from freshness import spec_row  # noqa: E402
+
+        self.assertEqual(spec_row("offload asio_coro/pool block 64 rps"),
+                         ("asio_coro (pool)", "block", "64"))
+        self.assertEqual(spec_row("quick asio_coro plaintext 128 rps"),
+                         ("asio_coro", "plaintext", "128"))
+        self.assertIsNone(spec_row("quick ratio asio_coro nginx plaintext 128"))
+
     def test_a_record_covers_only_the_servers_its_claims_name(self):
         self.touch_asio_coro()
         self.write_verifications(self.verification(tree_hashes(root=self.root),

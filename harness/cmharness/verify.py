@@ -31,13 +31,15 @@ def compare_claims(committed, rerun):
         was = stats.Estimate.from_json(c["estimate"])
         r = fresh.get(c["id"])
         if r is None:
-            out.append({"id": c["id"], "servers": c["servers"], "committed": c["estimate"],
-                        "rerun": None, "verdict": "missing", "change": None})
+            out.append({"id": c["id"], "servers": c["servers"], "label": c.get("label"),
+                        "row": c.get("row"), "committed": c["estimate"], "rerun": None,
+                        "verdict": "missing", "change": None})
             continue
         now = stats.Estimate.from_json(r["estimate"])
         verdict, change = stats.verdict(was, now)
-        out.append({"id": c["id"], "servers": c["servers"], "committed": c["estimate"],
-                    "rerun": r["estimate"], "verdict": verdict, "change": change})
+        out.append({"id": c["id"], "servers": c["servers"], "label": c.get("label"),
+                    "row": c.get("row"), "committed": c["estimate"], "rerun": r["estimate"],
+                    "verdict": verdict, "change": change})
     return out
 
 

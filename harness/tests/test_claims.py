@@ -109,6 +109,13 @@ class Verify(unittest.TestCase):
         got = {c["id"]: c["verdict"] for c in verify.compare_claims(committed, rerun)}
         self.assertEqual(got, {"a": "holds", "b": "changed", "c": "noise", "d": "missing"})
 
+    def test_a_verdict_names_the_row_it_judges(self):
+        """docs/tools/freshness.py covers a figure by its own row's verdict."""
+        was = dict(self.claim("a", 1.0, 0.98, 1.02), label="m (pool)", row="block 1 64")
+        for rerun in ([dict(was)], []):
+            c = verify.compare_claims([was], rerun)[0]
+            self.assertEqual((c["label"], c["row"]), ("m (pool)", "block 1 64"))
+
     def test_two_runs_agree_when_intervals_overlap_and_no_ordering_reverses(self):
         def claim(label, mid, lo, hi):
             return {"id": f"{label} plaintext - 128 ratio nginx", "label": label, "servers": [label],
