@@ -239,19 +239,14 @@ class Profile:
                                  f"json covers the current tree for {server}", moved)
         record, claims = deciding
         when = record.get("recorded_utc", "(no date)")
-        against = [c for c in claims if c.get("verdict") in ("changed", "missing")]
+        changed = [c for c in claims if c.get("verdict") in ("changed", "missing")]
         mine = [c for c in claims if row is not None and claim_row(c) == row]
-        if not against and mine:
-            against = [c for c in mine if c.get("verdict") != "holds"]
-            if not against:
-                return Status(True, f"verified on the current tree {when} (its row's claim holds, "
-                                    f"no claim of {server} changed)", moved)
-        if not against and not mine:
-            against = [c for c in claims if c.get("verdict") != "holds"]
+        judged = mine or claims  # a one-row figure: its row's claims; otherwise all the server's
+        against = changed or [c for c in judged if c.get("verdict") != "holds"]
         if not against:
-            held = f"{len(claims)} claims hold"
-            if len(claims) == 1:
-                held = "1 claim holds"
+            held = f"{len(claims)} claims hold" if len(claims) > 1 else "1 claim holds"
+            if mine:
+                held = f"its row's claim holds, no claim of {server} changed"
             return Status(True, f"verified on the current tree {when} ({held})", moved)
         said = ", ".join(claim_text(c) for c in against)
         return Status(False, f"the verification of {when} on the current tree says: {said}", moved)
