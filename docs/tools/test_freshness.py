@@ -184,17 +184,19 @@ class FreshnessTest(unittest.TestCase):
         self.assertIn(ASIO_FIG, done.stderr)
         self.assertIn("asio_coro/nginx noise", done.stderr)
 
-    @staticmethod
-    def row_claim(label: str, row: str, verdict: str) -> dict:
-        return {"id": f"{label} {row} efficiency", "servers": [label.split()[0]], "label": label,
-                "row": row, "verdict": verdict, "committed": {}, "rerun": {}, "change": 0.02}
-
-    def test_a_figure_is_covered_by_its_rows_claim_when_another_row_is_noise(self):
+    def verify_asio_coro_by_row(self, plaintext: str, delay: str) -> None:
+        """After a change to asio_coro, a record with a verdict for each of its two rows (and
+        asio_coro_uring's claim holding)."""
         self.touch_asio_coro()
         record = self.verification(tree_hashes(root=self.root), {"asio_coro_uring": "holds"})
-        record["claims"] += [self.row_claim("asio_coro", "plaintext - 128", "holds"),
-                             self.row_claim("asio_coro", "delay 100 2000", "noise")]
+        for row, verdict in (("plaintext - 128", plaintext), ("delay 100 2000", delay)):
+            record["claims"].append({"id": f"asio_coro {row} efficiency", "servers": ["asio_coro"],
+                                     "label": "asio_coro", "row": row, "verdict": verdict,
+                                     "committed": {}, "rerun": {}, "change": 0.02})
         self.write_verifications(record)
+
+    def test_a_figure_is_covered_by_its_rows_claim_when_another_row_is_noise(self):
+        self.verify_asio_coro_by_row(plaintext="holds", delay="noise")
         done = self.run_tool("--list")
         self.assertEqual(done.returncode, 1)
         self.assertIn(f"fresh  {ASIO_FIG}  (asio_coro: verified on the current tree "
@@ -205,11 +207,7 @@ class FreshnessTest(unittest.TestCase):
         self.assertIn("freshness: 1 of 9", done.stderr)
 
     def test_a_changed_claim_of_another_row_uncovers_every_figure_of_the_server(self):
-        self.touch_asio_coro()
-        record = self.verification(tree_hashes(root=self.root), {"asio_coro_uring": "holds"})
-        record["claims"] += [self.row_claim("asio_coro", "plaintext - 128", "holds"),
-                             self.row_claim("asio_coro", "delay 100 2000", "changed")]
-        self.write_verifications(record)
+        self.verify_asio_coro_by_row(plaintext="holds", delay="changed")
         done = self.run_tool()
         self.assertEqual(done.returncode, 1)
         self.assertIn(ASIO_FIG, done.stderr)
