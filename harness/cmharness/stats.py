@@ -125,12 +125,29 @@ def compare(a, b):
 
 def verdict(committed, rerun, noise_width=NOISE_WIDTH):
     """A rerun against the committed claim: ("holds" | "changed" | "noise", relative change of the
-    estimate). noise: either interval is missing or wider than noise_width of its estimate, so the
-    rerun cannot tell; holds: the intervals overlap; changed: they are disjoint."""
+    estimate). noise: either has no interval, or the rerun's is wider than noise_width of its estimate and
+    wider than the committed one (a rerun no sharper than the claim cannot judge it); otherwise
+    holds when the intervals overlap, changed when they are disjoint. A wide committed interval
+    (rounds or runs on the same code that disagree) is a weak claim, and a rerun inside it holds."""
     change = (rerun.estimate / committed.estimate - 1) if committed.estimate else math.inf
-    if committed.relative_width() > noise_width or rerun.relative_width() > noise_width:
+    if not (committed.has_interval and rerun.has_interval) or \
+            rerun.relative_width() > max(noise_width, committed.relative_width()):
         return "noise", change
     return ("holds" if committed.overlaps(rerun) else "changed"), change
+
+
+def hull(estimates):
+    """The first estimate's value with the interval that covers every one of them: the range that
+    runs of the same code have given (rounds inside one run share the machine's state of those
+    minutes; two runs need not). None for no estimates."""
+    if not estimates:
+        return None
+    lows = [e.low if e.has_interval else e.estimate for e in estimates]
+    highs = [e.high if e.has_interval else e.estimate for e in estimates]
+    first = estimates[0]
+    if len(estimates) == 1:
+        return first
+    return Estimate(first.estimate, min(lows), max(highs), sum(e.n for e in estimates))
 
 
 def above_ceiling(efficiency):

@@ -3,8 +3,11 @@ row claim more than its ceiling? (Criterion.rs's comparison with a saved baselin
 
     cm-price verify quick     rerun quick with the committed run's own settings, into a scratch
                               folder; each committed claim: holds (the intervals overlap), changed
-                              (disjoint: by how much), or noise (an interval too wide to tell);
-                              appends a record to results/quick/verifications.json. With
+                              (disjoint: by how much), or noise (the rerun's interval too wide to
+                              tell); appends a record to results/quick/verifications.json. A
+                              rerun on the code the committed run measured is a reproduction:
+                              later verifications judge the claim by the range the committed run
+                              and its reproductions span together. With
                               --models, only the claims of those servers (name the peer a ratio
                               is taken to: --models asio_coro,nginx)
     cm-price check [FILE...]  every results/*/results.json (or the files named): the rows whose
@@ -22,24 +25,49 @@ import tempfile
 from . import ROOT, profiles, provenance, stats
 
 
-def compare_claims(committed, rerun):
-    """[{id, servers, committed, rerun, verdict, change}] for every committed claim; a claim the
-    rerun did not make is "missing"."""
+def same_code(trees, other, servers):
+    """Two runs measured the same code for these servers: every folder they depend on has the same
+    tree in both (provenance.folders_of; a peer depends on none)."""
+    folders = {f for s in servers for f in provenance.folders_of(s)}
+    return all(trees.get(f) == other.get(f) for f in folders)
+
+
+def reproductions(committed_doc, records):
+    """{claim id: [Estimate]}: each claim as earlier verifications measured it again on the code
+    the committed run measured (same results file, same trees for the claim's servers)."""
+    meta = committed_doc["meta"]
+    trees = meta.get("provenance", {}).get("trees", {})
+    out = {}
+    for r in records:
+        if r.get("results_started_utc") != meta["started_utc"]:
+            continue
+        again = r.get("provenance", {}).get("trees", {})
+        for c in r.get("claims", []):
+            if c.get("rerun") and same_code(trees, again, c["servers"]):
+                out.setdefault(c["id"], []).append(stats.Estimate.from_json(c["rerun"]))
+    return out
+
+
+def compare_claims(committed, rerun, reproduced=None):
+    """[{id, servers, committed, range, rerun, verdict, change}] for every committed claim; a claim
+    the rerun did not make is "missing". A claim that runs of its own code have measured again
+    (reproduced: {id: [Estimate]}) is judged by the range they span together (stats.hull): rounds
+    inside one run share the minutes they ran in, and two runs of the same code can disagree."""
     fresh = {c["id"]: c for c in rerun}
+    reproduced = reproduced or {}
     out = []
     for c in committed:
         was = stats.Estimate.from_json(c["estimate"])
+        span = stats.hull([was, *reproduced.get(c["id"], [])])
+        entry = {"id": c["id"], "servers": c["servers"], "label": c.get("label"),
+                 "row": c.get("row"), "committed": c["estimate"],
+                 "range": span.to_json() if span is not was else None}
         r = fresh.get(c["id"])
         if r is None:
-            out.append({"id": c["id"], "servers": c["servers"], "label": c.get("label"),
-                        "row": c.get("row"), "committed": c["estimate"], "rerun": None,
-                        "verdict": "missing", "change": None})
+            out.append(dict(entry, rerun=None, verdict="missing", change=None))
             continue
-        now = stats.Estimate.from_json(r["estimate"])
-        verdict, change = stats.verdict(was, now)
-        out.append({"id": c["id"], "servers": c["servers"], "label": c.get("label"),
-                    "row": c.get("row"), "committed": c["estimate"], "rerun": r["estimate"],
-                    "verdict": verdict, "change": change})
+        verdict, change = stats.verdict(span, stats.Estimate.from_json(r["estimate"]))
+        out.append(dict(entry, rerun=r["estimate"], verdict=verdict, change=change))
     return out
 
 
@@ -50,12 +78,17 @@ def record(committed_doc, rerun_doc, compared):
             "provenance": rerun_doc["meta"]["provenance"], "claims": compared}
 
 
+def read_records(folder):
+    path = os.path.join(folder, "verifications.json")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return json.load(f)
+
+
 def append_record(folder, rec):
     path = os.path.join(folder, "verifications.json")
-    records = []
-    if os.path.exists(path):
-        with open(path) as f:
-            records = json.load(f)
+    records = read_records(folder)
     records.append(rec)
     with open(path, "w") as f:
         json.dump(records, f, indent=1)
@@ -68,6 +101,9 @@ def table(compared):
     for c in compared:
         fmt = "{:.3f}"
         was = stats.Estimate.from_json(c["committed"]).format(fmt)
+        if c.get("range"):
+            span = stats.Estimate.from_json(c["range"])
+            was += f", runs of this code: [{fmt.format(span.low)} {fmt.format(span.high)}]"
         now = stats.Estimate.from_json(c["rerun"]).format(fmt) if c["rerun"] else "-"
         change = f" ({c['change']:+.1%})" if c["change"] is not None and \
             c["verdict"] == "changed" else ""
@@ -95,7 +131,8 @@ def verify(argv, run_profile, profile_from_settings, parse_args):
     ran = {t["name"] for t in rerun["targets"] if t["priced"]}
     # With --models, the claims of the servers left out are not this verification's to judge.
     claims = [c for c in committed["claims"] if not args.models or set(c["servers"]) <= ran]
-    compared = compare_claims(claims, rerun["claims"])
+    compared = compare_claims(claims, rerun["claims"],
+                              reproductions(committed, read_records(folder)))
     path = append_record(folder, record(committed, rerun, compared))
     print("\n" + table(compared) + "\n")
     counts = {}

@@ -109,6 +109,30 @@ class Verify(unittest.TestCase):
         got = {c["id"]: c["verdict"] for c in verify.compare_claims(committed, rerun)}
         self.assertEqual(got, {"a": "holds", "b": "changed", "c": "noise", "d": "missing"})
 
+    def test_runs_of_the_same_code_widen_the_claim_they_reproduce(self):
+        """A claim a run of its own code measured at another level (asio_coro_uring's two speeds)
+        is judged by the range of both; a rerun of other code does not widen it."""
+        doc = {"meta": {"started_utc": "t0", "provenance": {"trees": {
+            "asio_coro": "A", "common": "C", "servers": "S"}}}}
+        claim = {"id": "u", "servers": ["asio_coro_uring", "nginx"],
+                 "estimate": stats.Estimate(0.5, 0.45, 0.55, 15).to_json()}
+
+        def rec(trees, mid, lo, hi, started="t0"):
+            return {"results_started_utc": started, "provenance": {"trees": trees},
+                    "claims": [dict(claim, rerun=stats.Estimate(mid, lo, hi, 15).to_json())]}
+
+        same = {"asio_coro": "A", "common": "C", "servers": "S", "harness": "H2"}
+        other = dict(same, asio_coro="B")
+        records = [rec(same, 1.2, 1.1, 1.3), rec(other, 2.0, 1.9, 2.1),
+                   rec(same, 3.0, 2.9, 3.1, started="t-1")]
+        got = verify.reproductions(doc, records)
+        self.assertEqual([(e.low, e.high) for e in got["u"]], [(1.1, 1.3)])
+        fast = [dict(claim, estimate=stats.Estimate(1.2, 1.15, 1.25, 15).to_json())]
+        c = verify.compare_claims([claim], fast, got)[0]
+        self.assertEqual((c["verdict"], c["range"]["low"], c["range"]["high"]), ("holds", 0.45, 1.3))
+        alone = verify.compare_claims([claim], fast)[0]
+        self.assertEqual((alone["verdict"], alone["range"]), ("changed", None))
+
     def test_a_verdict_names_the_row_it_judges(self):
         """docs/tools/freshness.py covers a figure by its own row's verdict."""
         was = dict(self.claim("a", 1.0, 0.98, 1.02), label="m (pool)", row="block 1 64")

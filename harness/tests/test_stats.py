@@ -92,6 +92,24 @@ class Comparisons(unittest.TestCase):
         self.assertAlmostEqual(change, 0.20)
         self.assertEqual(stats.verdict(committed, self.est(1.0, 0.5, 1.6))[0], "noise")
         self.assertEqual(stats.verdict(committed, stats.Estimate(1.0, None, None, 3))[0], "noise")
+        self.assertEqual(stats.verdict(stats.Estimate(1.0, None, None, 3), committed)[0], "noise")
+
+    def test_a_wide_claim_is_judged_by_a_rerun_no_wider_than_it(self):
+        """Runs of one code that disagree make a wide claim: a rerun inside it holds, one outside it
+        changed, and a rerun wider than both the claim and the noise width cannot tell."""
+        wide = self.est(0.60, 0.45, 1.30)
+        self.assertEqual(stats.verdict(wide, self.est(1.22, 1.15, 1.28))[0], "holds")
+        self.assertEqual(stats.verdict(wide, self.est(0.9, 0.5, 1.25))[0], "holds")
+        self.assertEqual(stats.verdict(wide, self.est(0.30, 0.28, 0.33))[0], "changed")
+        self.assertEqual(stats.verdict(wide, self.est(1.0, 0.2, 2.0))[0], "noise")
+
+    def test_the_hull_of_runs_covers_every_run_and_keeps_the_first_value(self):
+        first, second = self.est(0.60, 0.55, 0.69), self.est(1.22, 1.15, 1.28)
+        h = stats.hull([first, second])
+        self.assertEqual((h.estimate, h.low, h.high, h.n), (0.60, 0.55, 1.28, 16))
+        self.assertIs(stats.hull([first]), first)
+        self.assertIsNone(stats.hull([]))
+        self.assertEqual(stats.hull([first, stats.Estimate(0.4, None, None, 3)]).low, 0.4)
 
     def test_an_efficiency_above_its_ceiling_is_flagged_only_when_its_interval_is(self):
         self.assertTrue(stats.above_ceiling(self.est(1.05, 1.02, 1.07)))
