@@ -7,13 +7,15 @@ row claim more than its ceiling? (Criterion.rs's comparison with a saved baselin
                               tell); appends a record to results/quick/verifications.json. A
                               rerun on the code the committed run measured is a reproduction:
                               later verifications judge the claim by the range the committed run
-                              and its reproductions span together. With
+                              and its reproductions span together, which results.md lists
+                              ("Reruns of this code"). With
                               --models, only the claims of those servers (name the peer a ratio
                               is taken to: --models asio_coro,nginx)
     cm-price check [FILE...]  every results/*/results.json (or the files named): the rows whose
                               efficiency interval lies above 1
     cm-price compare A B      two runs' results.json: does every claim's interval overlap, and
                               does either run reverse an ordering the other claims?
+    cm-price reruns [PROFILE] each results.md's "Reruns of this code" again, from its records
 """
 
 import glob
@@ -71,6 +73,53 @@ def compare_claims(committed, rerun, reproduced=None):
     return out
 
 
+RERUNS_BEGIN = "<!-- reruns: written by cm-price verify -->"
+RERUNS_END = "<!-- /reruns -->"
+
+
+def reruns_markdown(committed_doc, records):
+    """A results page's section on the claims that reruns of its own code measured again: the
+    run's interval, each rerun's estimate, and the range they span (by which a verification of
+    changed code is judged). Empty when no rerun of this code exists."""
+    again = reproductions(committed_doc, records)
+    rows = []
+    for c in committed_doc["claims"]:
+        runs = again.get(c["id"])
+        if not runs:
+            continue
+        was = stats.Estimate.from_json(c["estimate"])
+        span = stats.hull([was, *runs])
+        estimates = ", ".join(f"{r.estimate:.3f}" for r in runs)
+        rows.append(f"| {c['id']} | {was.format('{:.3f}')} | {len(runs)}: {estimates} | "
+                    f"[{span.low:.3f} {span.high:.3f}] |")
+    if not rows:
+        return ""
+    return "\n".join([
+        RERUNS_BEGIN, "", "## Reruns of this code", "",
+        "`cm-price verify` on the code this run measured (the same tree hashes) measures each "
+        "claim again. The rounds of one run share the machine's state of those minutes; the "
+        "range below spans every run of this code, and a verification of changed code is judged "
+        "by it ([results/README.md](../README.md#claims-that-hold-and-figures-that-stay-current)).",
+        "", "| claim | this run | reruns: estimates | range of the runs |", "|---|--:|---|--:|",
+        *rows, "", RERUNS_END])
+
+
+def write_reruns(folder, committed_doc, records):
+    """Puts reruns_markdown() at the end of folder/results.md, in place of the last one."""
+    path = os.path.join(folder, "results.md")
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        text = f.read()
+    if RERUNS_BEGIN in text:
+        end = text.index(RERUNS_END, text.index(RERUNS_BEGIN)) + len(RERUNS_END)
+        text = text[:text.index(RERUNS_BEGIN)].rstrip("\n") + text[end:]
+    block = reruns_markdown(committed_doc, records)
+    text = text.rstrip("\n") + ("\n\n" + block if block else "") + "\n"
+    with open(path, "w") as f:
+        f.write(text)
+
+
 def record(committed_doc, rerun_doc, compared):
     return {"recorded_utc": provenance.utc_now(),
             "results_started_utc": committed_doc["meta"]["started_utc"],
@@ -103,7 +152,7 @@ def table(compared):
         was = stats.Estimate.from_json(c["committed"]).format(fmt)
         if c.get("range"):
             span = stats.Estimate.from_json(c["range"])
-            was += f", runs of this code: [{fmt.format(span.low)} {fmt.format(span.high)}]"
+            was += f", runs of the measured code: [{fmt.format(span.low)} {fmt.format(span.high)}]"
         now = stats.Estimate.from_json(c["rerun"]).format(fmt) if c["rerun"] else "-"
         change = f" ({c['change']:+.1%})" if c["change"] is not None and \
             c["verdict"] == "changed" else ""
@@ -134,6 +183,7 @@ def verify(argv, run_profile, profile_from_settings, parse_args):
     compared = compare_claims(claims, rerun["claims"],
                               reproductions(committed, read_records(folder)))
     path = append_record(folder, record(committed, rerun, compared))
+    write_reruns(folder, committed, read_records(folder))
     print("\n" + table(compared) + "\n")
     counts = {}
     for c in compared:
@@ -233,9 +283,26 @@ def compare_runs(argv):
     return 0 if ok else 1
 
 
+def reruns(argv):
+    """cm-price reruns [PROFILE...]: each profile's results.md "Reruns of this code" section, from
+    its results.json and verifications.json (verify writes it too)."""
+    names = argv or sorted(os.path.basename(os.path.dirname(p)) for p in
+                           glob.glob(os.path.join(ROOT, "results", "*", "verifications.json")))
+    for name in names:
+        folder = os.path.join(ROOT, "results", name)
+        with open(os.path.join(folder, "results.json")) as f:
+            doc = json.load(f)
+        write_reruns(folder, doc, read_records(folder))
+        print(f"results/{name}/results.md: {len(reproductions(doc, read_records(folder)))} "
+              f"claims with reruns of this code")
+    return 0
+
+
 def main(mode, argv, run_profile, profile_from_settings, parse_args):
     if mode == "check":
         return check(argv)
+    if mode == "reruns":
+        return reruns(argv)
     if mode == "compare":
         return compare_runs(argv)
     return verify(argv, run_profile, profile_from_settings, parse_args)

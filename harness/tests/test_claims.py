@@ -133,6 +133,33 @@ class Verify(unittest.TestCase):
         alone = verify.compare_claims([claim], fast)[0]
         self.assertEqual((alone["verdict"], alone["range"]), ("changed", None))
 
+    def test_results_md_lists_the_reruns_of_its_code_and_replaces_that_list(self):
+        doc = {"meta": {"started_utc": "t0", "provenance": {"trees": {"asio_coro": "A"}}},
+               "claims": [{"id": "u", "servers": ["asio_coro_uring"],
+                           "estimate": stats.Estimate(0.5, 0.45, 0.55, 15).to_json()},
+                          {"id": "v", "servers": ["asio_coro"],
+                           "estimate": stats.Estimate(1.0, 0.9, 1.1, 15).to_json()}]}
+
+        def rec(mid, lo, hi):
+            return {"results_started_utc": "t0", "provenance": {"trees": {"asio_coro": "A"}},
+                    "claims": [dict(doc["claims"][0],
+                                    rerun=stats.Estimate(mid, lo, hi, 15).to_json())]}
+
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "results.md"), "w") as f:
+                f.write("# quick\n\nthe table\n")
+            verify.write_reruns(d, doc, [])
+            with open(os.path.join(d, "results.md")) as f:
+                self.assertEqual(f.read(), "# quick\n\nthe table\n")
+            verify.write_reruns(d, doc, [rec(1.5, 1.4, 1.6)])
+            verify.write_reruns(d, doc, [rec(1.5, 1.4, 1.6), rec(0.4, 0.38, 0.42)])
+            with open(os.path.join(d, "results.md")) as f:
+                text = f.read()
+        self.assertTrue(text.startswith("# quick\n\nthe table\n\n" + verify.RERUNS_BEGIN))
+        self.assertEqual(text.count("## Reruns of this code"), 1)
+        self.assertIn("| u | 0.500 [0.450 0.550] | 2: 1.500, 0.400 | [0.380 1.600] |", text)
+        self.assertNotIn("| v |", text)
+
     def test_a_verdict_names_the_row_it_judges(self):
         """docs/tools/freshness.py covers a figure by its own row's verdict."""
         was = dict(self.claim("a", 1.0, 0.98, 1.02), label="m (pool)", row="block 1 64")
