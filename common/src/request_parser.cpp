@@ -7,6 +7,13 @@
 //  - on_message_complete: one request is whole. Pipelined bytes after it stay unconsumed until the
 //    connection has answered this one (requests are answered one at a time, in order).
 // llhttp_get_error_pos() tells where it paused, which is how many bytes were consumed.
+//
+// Who decides what (RFC 9110/9112): llhttp refuses a malformed request line, a bad chunk, a
+// Transfer-Encoding whose chunked is not last ("chunked, gzip"), Content-Length beside chunked. It
+// is configured to accept any HTTP/x.y version (LENIENT_VERSION), so that the core answers versions
+// (routes.cpp: 505 for a major other than 1; 1.2 is served as 1.1). The rules llhttp 8 lets through
+// are checked here: a field line that starts with whitespace (obs-fold) or ':' (an empty field
+// name), a Transfer-Encoding without chunked (empty, "gzip"), and forbidden trailer fields.
 
 #include "cm/request_parser.hpp"
 
@@ -38,12 +45,41 @@ std::string_view Request::header(std::string_view name) const {
   return {};
 }
 
+std::size_t Request::count(std::string_view name) const {
+  return static_cast<std::size_t>(std::count_if(headers.begin(), headers.end(), [&](const auto& h) {
+    return h.first.size() == name.size() &&
+           ::strncasecmp(h.first.data(), name.data(), name.size()) == 0;
+  }));
+}
+
+namespace {
+/// Whether a field may not be sent in a trailer section (RFC 9110 6.5.1): framing, routing,
+/// request modifiers, authentication and content fields are decided from the head only.
+bool forbidden_in_trailer(std::string_view name) {
+  auto is = [&](std::string_view other) {
+    return name.size() == other.size() && ::strncasecmp(name.data(), other.data(), name.size()) == 0;
+  };
+  auto starts = [&](std::string_view prefix) {
+    return name.size() >= prefix.size() &&
+           ::strncasecmp(name.data(), prefix.data(), prefix.size()) == 0;
+  };
+  for (std::string_view field :
+       {"Transfer-Encoding", "Content-Length", "Host", "Authorization", "Proxy-Authorization",
+        "Cookie", "Expect", "TE", "Max-Forwards", "Cache-Control", "Pragma", "Range"}) {
+    if (is(field)) return true;
+  }
+  return starts("Content-") || starts("If-");
+}
+}  // namespace
+
 struct RequestParser::Impl {
   llhttp_t parser{};
   llhttp_settings_t settings{};
   Request request;
   bool in_value = false;        // the last header callback was a value (the next field is new)
   bool body_too_large = false;  // on_body stopped the parser because of the body limit
+  std::string trailer_field;    // the trailer field being read (its first 32 bytes: enough to judge)
+  bool bad_trailer = false;     // on_header_field_complete stopped the parser on a forbidden one
   std::size_t max_body = 0;
 
   static Impl& self(llhttp_t* p) { return *static_cast<Impl*>(p->data); }
@@ -56,6 +92,11 @@ struct RequestParser::Impl {
     };
     settings.on_header_field = [](llhttp_t* p, const char* at, std::size_t n) {
       Impl& s = self(p);
+      if (p->flags & F_TRAILING) {  // a trailer: judged by its name, then dropped
+        const std::size_t room = 32 - std::min<std::size_t>(32, s.trailer_field.size());
+        s.trailer_field.append(at, std::min(n, room));
+        return 0;
+      }
       if (s.in_value || s.request.headers.empty()) {
         s.request.headers.emplace_back();
         s.in_value = false;
@@ -63,8 +104,16 @@ struct RequestParser::Impl {
       s.request.headers.back().first.append(at, n);
       return 0;
     };
+    settings.on_header_field_complete = [](llhttp_t* p) {
+      Impl& s = self(p);
+      if (!(p->flags & F_TRAILING)) return 0;
+      s.bad_trailer = forbidden_in_trailer(s.trailer_field);
+      if (!s.bad_trailer) s.trailer_field.clear();
+      return s.bad_trailer ? -1 : 0;
+    };
     settings.on_header_value = [](llhttp_t* p, const char* at, std::size_t n) {
       Impl& s = self(p);
+      if (p->flags & F_TRAILING) return 0;
       s.in_value = true;
       s.request.headers.back().second.append(at, n);
       return 0;
@@ -90,6 +139,7 @@ struct RequestParser::Impl {
       return static_cast<int>(HPE_PAUSED);  // one request at a time
     };
     llhttp_init(&parser, HTTP_REQUEST, &settings);
+    parser.lenient_flags |= LENIENT_VERSION;  // the core answers versions (505 or served as 1.1)
     parser.data = this;
   }
 };
@@ -135,7 +185,9 @@ std::size_t RequestParser::feed_head(std::string_view bytes) {
   const llhttp_errno_t err = llhttp_execute(&impl_->parser, not_null(chunk), chunk.size());
   if (err == HPE_OK) {
     head_bytes_ += chunk.size();
-    if (head_bytes_ >= limits_.max_head_bytes) {
+    if (const char* why = bad_field_line(chunk)) {
+      fail(400, std::string("malformed request: ") + why);
+    } else if (head_bytes_ >= limits_.max_head_bytes) {
       fail(431, "request head larger than " + std::to_string(limits_.max_head_bytes) + " bytes");
     }
     return chunk.size();
@@ -148,6 +200,17 @@ std::size_t RequestParser::feed_head(std::string_view bytes) {
   const std::size_t consumed = llhttp_get_error_pos(&impl_->parser) - not_null(chunk);
   head_bytes_ += consumed;
   const llhttp_t& p = impl_->parser;
+  const char* why = bad_field_line(chunk.substr(0, consumed));
+  line_start_ = false;  // the byte after the head's last LF is the body's
+  if (why) {
+    fail(400, std::string("malformed request: ") + why);
+    return consumed;
+  }
+  if (impl_->request.count("Transfer-Encoding") > 0 && !(p.flags & F_CHUNKED)) {
+    // RFC 9112 6.3: a Transfer-Encoding that does not end in chunked leaves the length unknown.
+    fail(400, "malformed request: a Transfer-Encoding that does not end in chunked");
+    return consumed;
+  }
   if ((p.flags & F_CONTENT_LENGTH) && p.content_length > limits_.max_body_bytes) {
     fail(413, "request body larger than " + std::to_string(limits_.max_body_bytes) + " bytes");
     return consumed;
@@ -159,6 +222,28 @@ std::size_t RequestParser::feed_head(std::string_view bytes) {
   }
   state_ = State::body;
   return consumed + feed_body(bytes.substr(consumed));
+}
+
+const char* RequestParser::bad_field_line(std::string_view head) {
+  // A field line starts after an LF: look at its first byte, also when the LF ended the last feed.
+  std::size_t start = 0;
+  if (!line_start_) {
+    const std::size_t lf = head.find('\n');
+    if (lf == std::string_view::npos) return nullptr;
+    start = lf + 1;
+  }
+  while (start < head.size()) {
+    if (head[start] == ' ' || head[start] == '\t') return "a folded header line (obs-fold)";
+    if (head[start] == ':') return "an empty field name";
+    const std::size_t lf = head.find('\n', start);
+    if (lf == std::string_view::npos) {
+      line_start_ = false;
+      return nullptr;
+    }
+    start = lf + 1;
+  }
+  line_start_ = true;  // the bytes ended with an LF: the next feed starts a line
+  return nullptr;
 }
 
 const Request& RequestParser::head() const { return impl_->request; }
@@ -186,6 +271,8 @@ std::size_t RequestParser::feed_body(std::string_view bytes) {
   }
   if (impl_->body_too_large) {
     fail(413, "request body larger than " + std::to_string(limits_.max_body_bytes) + " bytes");
+  } else if (impl_->bad_trailer) {
+    fail(400, "malformed request: " + impl_->trailer_field + " is not allowed in a trailer");
   } else {
     fail(400, std::string("malformed request: ") + llhttp_errno_name(err));
   }

@@ -3,6 +3,7 @@
 /// One parsed HTTP/1.x request. It is per-request state: nothing about a request lives anywhere
 /// else.
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -14,9 +15,9 @@ namespace cm {
 struct Request {
   std::string method;     ///< "GET", "POST", ...
   std::string target;     ///< request-target as sent ("/delay/7?x")
-  int version_major = 1;  ///< 1
-  int version_minor = 1;  ///< 0 or 1
-  std::vector<std::pair<std::string, std::string>> headers;  ///< in order, names as sent
+  int version_major = 1;  ///< 1 (any other is answered 505)
+  int version_minor = 1;  ///< 0 or 1 (or higher: answered as 1.1)
+  std::vector<std::pair<std::string, std::string>> headers;  ///< in order, names as sent (no trailer)
   std::string body;                                          ///< de-chunked
   bool keep_alive = true;  ///< what HTTP/1.0, 1.1 and `Connection` say about the connection
 
@@ -27,6 +28,8 @@ struct Request {
   bool head() const { return method == "HEAD"; }
   /// The first header with this name (case-insensitive), or empty.
   std::string_view header(std::string_view name) const;
+  /// How many headers have this name (case-insensitive): an empty value counts.
+  std::size_t count(std::string_view name) const;
 };
 
 }  // namespace cm
