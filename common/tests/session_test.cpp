@@ -163,8 +163,16 @@ TEST(SessionHttp, AbsoluteFormRoutesLikeOriginForm) {
   EXPECT_EQ(std::get<Wait>(*p).duration, 7ms);
 }
 
-TEST(SessionHttp, VersionsOtherThan10And11Are505) {
-  for (const char* version : {"HTTP/2.0", "HTTP/0.9"}) {  // llhttp refuses 1.2, 9.9 as malformed
+TEST(SessionHttp, HigherHttp1MinorVersionsAreAnsweredAsHttp11) {
+  Session s = session();
+  s.received("GET /plaintext HTTP/1.2\r\nHost: x\r\n\r\n");
+  const std::string out = answer(s);
+  EXPECT_EQ(out.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << out;
+  EXPECT_TRUE(s.keep_alive());
+}
+
+TEST(SessionHttp, VersionsOtherThan1xAre505) {
+  for (const char* version : {"HTTP/2.0", "HTTP/0.9", "HTTP/9.9"}) {
     Session s = session();
     s.received(std::string("GET /plaintext ") + version + "\r\nHost: x\r\n\r\n");
     auto p = s.next();

@@ -51,10 +51,19 @@ using Plan = std::variant<Now, Wait, Block, Compute>;
 /// The route spec: which plan answers this request.
 Plan plan(const Request& request);
 
-/// The HTTP rules a head must meet before any route (RFC 9110/9112): 505 for a version other than
-/// HTTP/1.0 and 1.1, 400 for an HTTP/1.1 request without exactly one Host, 417 for an expectation
-/// other than 100-continue. Each reply closes the connection. Nothing when the head is fine.
+/// The HTTP rules a head must meet before any route (RFC 9110/9112): 505 for a major version other
+/// than 1 (a higher 1.x is served as 1.1); 501 for CONNECT (an origin server is no tunnel); 400 for
+/// the asterisk-form target in any method but OPTIONS, for an HTTP/1.1 request without exactly one
+/// Host, for a Host that is not host[:port] (valid_host) and for an absolute-form target whose
+/// authority is not the Host; 417 for an expectation other than 100-continue. Each reply closes the
+/// connection. Nothing when the head is fine.
 std::optional<Reply> refuse_head(const Request& request);
+/// The methods a path allows, as an `Allow` header says them ("GET, HEAD, OPTIONS"); empty for a
+/// path no route serves. The 405 of a route and its OPTIONS answer both say this.
+std::string_view allowed(std::string_view path);
+/// Whether a Host value is RFC 3986's host and optional port: a reg-name without ',' (one host,
+/// not a list), an IPv4 address or a bracketed IP literal; no userinfo, no path, not empty.
+bool valid_host(std::string_view host);
 /// `100 Continue`: the interim answer that asks a client to send the body it announced.
 Reply continue_reply();
 
