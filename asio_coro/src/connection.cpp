@@ -76,18 +76,21 @@ awaitable<void> linger_close(Connection& c) {
 
 /// Writes the reply to the plan just executed; false if the connection ends with it (the client
 /// left, or the reply closes it: after a lingering close). Its bytes live only while written.
-awaitable<bool> respond(Connection& c, Session& session, const Reply& reply) {
+awaitable<bool> respond(Connection& c, Loop& loop, Session& session, const Reply& reply) {
   std::string out;
   session.write_reply(reply, out, Moment::now());
+  c.write_deadline = std::chrono::steady_clock::now() + loop.state.options.write_timeout;  // for sweep_writes()
   const auto [ec, n] = co_await asio::async_write(c.socket, asio::buffer(out), as_value);
+  c.write_deadline = std::chrono::steady_clock::time_point::max();
   if (!ec && !session.keep_alive()) co_await linger_close(c);
   co_return !ec && session.keep_alive();  // a client gone (ec) ends this connection only
 }
 
 /// The header deadline passed: a 408 if part of a request came (then a lingering close).
-awaitable<void> expire(Connection& c, Session& session) {
+awaitable<void> expire(Connection& c, Loop& loop, Session& session) {
   std::string out;
   if (!session.expire(out, Moment::now())) co_return;
+  c.write_deadline = std::chrono::steady_clock::now() + loop.state.options.write_timeout;
   const auto [ec, n] = co_await asio::async_write(c.socket, asio::buffer(out), as_value);
   if (!ec) co_await linger_close(c);
 }
@@ -162,6 +165,7 @@ void Loop::close_all() {
   stopping = true;
   error_code ignored;
   acceptor.close(ignored);
+  sweep.cancel();
   for (Connection& c : connections)
     c.close();
 }
@@ -172,6 +176,22 @@ void Loop::drain() {
   for (Connection& c : connections)
     if (c.awaiting_request) c.socket.cancel(ignored);  // receive() ends: as at the deadline
 }
+
+// [write-deadline-asio_coro]
+/// One timer per loop checks every connection's write deadline: nothing is armed per reply (a
+/// steady_timer armed for each reply's write resets the reactor's timerfd at every request).
+awaitable<void> sweep_writes(Loop& loop) {
+  const auto limit = loop.state.options.write_timeout;
+  const auto period = std::min<std::chrono::steady_clock::duration>(limit, std::chrono::seconds(1));
+  while (!loop.stopping) {
+    loop.sweep.expires_after(period);
+    if (const auto [ec] = co_await loop.sweep.async_wait(as_value); ec) co_return;  // close_all()
+    const auto now = std::chrono::steady_clock::now();
+    for (Connection& c : loop.connections)
+      if (c.write_deadline < now) c.close();  // its async_write ends with an error: so does it
+  }
+}
+// [write-deadline-asio_coro]
 
 awaitable<void> accept_loop(Loop& loop) {
   Timer backoff(loop.io.get_executor());
@@ -207,7 +227,7 @@ awaitable<void> serve_connection(Connection c, Loop& loop) {
     while (auto plan = session.next()) {
       const Outcome outcome = co_await execute(*plan, c, loop);
       if (outcome == Outcome::stopped || loop.stopping) co_return;
-      if (!co_await respond(c, session, reply_for(*plan, outcome))) co_return;
+      if (!co_await respond(c, loop, session, reply_for(*plan, outcome))) co_return;
     }
 
     // More bytes are needed; wait for them, but not past the header deadline, nor a drain.
@@ -218,7 +238,7 @@ awaitable<void> serve_connection(Connection c, Loop& loop) {
     c.awaiting_request = false;
     if (ec == asio::error::operation_aborted && loop.state.draining() && !loop.stopping)
       ec = asio::error::timed_out;  // drain() cut the wait short: as if the deadline had passed
-    if (ec == asio::error::timed_out) co_await expire(c, session);
+    if (ec == asio::error::timed_out) co_await expire(c, loop, session);
     if (ec) co_return;  // closed by the client, reset, or stopping
   }
 }

@@ -8,6 +8,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/intrusive/list.hpp>
+#include <chrono>
 #include <memory>
 
 #include "cm/server_state.hpp"
@@ -41,6 +42,8 @@ struct Connection : bi::list_base_hook<bi::link_mode<bi::auto_unlink>> {
   Timer timer;                    ///< header deadline, Wait, lingering close: one at a time
   std::shared_ptr<Deadline> deadline = std::make_shared<Deadline>();  ///< for receive()
   bool awaiting_request = false;  ///< in receive() for a request: drain() may cut it short
+  /// While a reply is written: when sweep_writes() may close the connection (the write deadline).
+  std::chrono::steady_clock::time_point write_deadline = std::chrono::steady_clock::time_point::max();
 };
 
 /// One event loop: an io_context run by one thread, its acceptor, the connections it owns.
@@ -53,6 +56,7 @@ struct Loop {
   asio::io_context io{1};   ///< concurrency hint: one thread runs it
   tcp::acceptor::rebind_executor<Executor>::other acceptor{io};     ///< an open_listeners socket
   bi::list<Connection, bi::constant_time_size<false>> connections;  ///< held now, for stop()
+  Timer sweep{io.get_executor()};  ///< sweep_writes()'s: the write deadlines of every connection
   bool stopping = false;  ///< set by close_all(); a late connection closes at once
   void close_all();  ///< stops accepting, closes every connection (on the loop's thread)
   void drain();      ///< stops accepting, ends every wait for a request (on the loop's thread)
@@ -60,6 +64,10 @@ struct Loop {
 
 /// Accepts on `loop` until its acceptor is closed, one serve_connection coroutine per client.
 awaitable<void> accept_loop(Loop& loop);
+
+/// Closes, about once a second, the connections of `loop` whose reply is still being written past
+/// its write deadline (ServerOptions::write_timeout), until close_all() cancels its timer.
+awaitable<void> sweep_writes(Loop& loop);
 
 /// Serves one client until it closes, a reply ends the connection, the header timeout passes or
 /// the server stops.

@@ -3,14 +3,17 @@
 // Every call here blocks the worker thread: recv() until bytes come, the sleep of a `Wait` or a
 // `Block`, the CPU of a `Compute`, send() until the kernel took the response. That is the model:
 // a waiting request costs a whole thread, so the server carries as many waiting requests as it has
-// workers (the thread ceiling, threads / delay).
+// workers (the thread ceiling, threads / delay). Two deadlines bound how long a client can hold
+// one: the header deadline (a poll() before each read) and the write deadline (SO_SNDTIMEO).
 
 #include "connection.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include <cerrno>
+#include <chrono>
 #include <string>
 
 #include "cm/net.hpp"
@@ -18,11 +21,20 @@
 namespace cm::blocking {
 namespace {
 
+/// The write deadline: a send() that moves no byte for this long fails with EAGAIN, so a client
+/// that does not read its answers cannot hold this worker past it (ServerOptions::write_timeout).
+void set_write_deadline(int fd, std::chrono::milliseconds limit) {
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(limit);
+  const timeval tv{.tv_sec = seconds.count(),
+                   .tv_usec = std::chrono::microseconds(limit - seconds).count()};
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
 bool send_all(int fd, std::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return false;  // the client is gone: that ends this connection only
+    if (n < 0) return false;  // gone, or EAGAIN at the write deadline: this connection ends
     bytes.remove_prefix(static_cast<std::size_t>(n));
   }
   return true;
@@ -39,6 +51,7 @@ Outcome execute(const Plan& plan, ServerState& state) {
 
 void serve_connection(int fd, ServerState& state) {
   set_nodelay(fd);
+  set_write_deadline(fd, state.options.write_timeout);
   Session session = state.session(Moment::now());
   std::string out;
   char buffer[read_buffer_bytes];

@@ -165,7 +165,11 @@ bool Connection::write_now(const Reply* reply) {  // the reply, or what out_ hol
   if (n == static_cast<int>(buf.len)) return true;
   if (n < 0 && n != UV_EAGAIN) return close(), false;
   buf.base += std::max(n, 0), buf.len -= std::max(n, 0);  // NOTE: uv_write keeps this pointer
-  if (uv_write(&write_, stream(), &buf, 1, on_written) != 0) close();  // out_ stays till then
+  if (uv_write(&write_, stream(), &buf, 1, on_written) != 0) return close(), false;  // out_ stays
+  // The write deadline: the connection's timer, idle while a reply is written, closes it if the
+  // client has not taken the rest by then; on_written's next step sets the timer to what follows.
+  const auto limit = static_cast<std::uint64_t>(loop_.state.options.write_timeout.count());
+  uv_timer_start(&timer_, [](uv_timer_t* t) { of(t)->close(); }, limit, 0);
   return false;
 }
 

@@ -66,7 +66,7 @@ class Connection {
   // [connection-members-libuv_callbacks]
   Loop& loop_;
   uv_tcp_t tcp_{};            ///< the socket
-  uv_timer_t timer_{};        ///< header deadline, then the Wait, then the linger deadline
+  uv_timer_t timer_{};        ///< header deadline, the Wait, the write and linger deadlines
   uv_write_t write_{};        ///< the response being written (one at a time)
   uv_shutdown_t shutdown_{};  ///< the half-close of a lingering close
   uv_work_t work_{};          ///< a step in libuv's thread pool

@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   std::string port_file;
   unsigned drain_ms = 10'000;
   unsigned header_timeout_ms = static_cast<unsigned>(options.header_timeout.count());
+  unsigned write_timeout_ms = static_cast<unsigned>(options.write_timeout.count());
   const std::map<std::string, cm::WaitMode> wait_modes{{"timer", cm::WaitMode::timer},
                                                        {"sleep", cm::WaitMode::sleep}};
   const std::map<std::string, cm::Offload> offloads{{"standard", cm::Offload::standard},
@@ -100,6 +101,11 @@ int main(int argc, char** argv) {
   app.add_option("--header-timeout", header_timeout_ms,
                  "ms a connection may take to send a request head")
       ->capture_default_str();
+  app.add_option("--write-timeout", write_timeout_ms,
+                 "ms a reply's write may wait for a client that does not read (nginx's "
+                 "send_timeout); then the connection is closed")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 24u * 3600 * 1000));
   app.add_option("--backlog", options.backlog,
                  "listen(2) backlog of each listening socket (the kernel caps it at "
                  "net.core.somaxconn)")
@@ -111,6 +117,7 @@ int main(int argc, char** argv) {
   app.add_option("--port-file", port_file, "write the bound port to this file once listening");
   CLI11_PARSE(app, argc, argv);
   options.header_timeout = std::chrono::milliseconds(header_timeout_ms);
+  options.write_timeout = std::chrono::milliseconds(write_timeout_ms);
   options.wait_mode = wait_modes.at(wait_mode);
   options.offload = offloads.at(offload);
   options.teaching_bug = teaching_bugs.at(teaching_bug);

@@ -24,14 +24,23 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using uring::Task;
 
-Task<bool> send_all(uring::Ring& ring, int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const int n = co_await uring::Send(ring, fd, bytes);
-    if (n <= 0) co_return false;  // the client is gone, or the ring is stopping
+// [write-deadline-uring_coro]
+/// Writes all of `bytes`, or gives up when the client takes none of them for `limit` (the write
+/// deadline). The first send does not wait (MSG_DONTWAIT): a reply the socket's buffer takes at
+/// once, almost every one, costs one SQE; only what is left waits, linked to a timeout.
+Task<bool> send_all(uring::Ring& ring, int fd, std::string_view bytes,
+                    std::chrono::milliseconds limit) {
+  int n = co_await uring::Send(ring, fd, bytes, MSG_DONTWAIT);
+  if (n == -EAGAIN) n = 0;  // the socket's buffer is full: wait below
+  while (n >= 0) {
     bytes.remove_prefix(static_cast<std::size_t>(n));
+    if (bytes.empty()) co_return true;
+    n = co_await uring::SendFor(ring, fd, bytes, limit);
+    if (n == 0) co_return false;
   }
-  co_return true;
+  co_return false;  // the client is gone, the write deadline passed (-ETIME), or the ring stops
 }
+// [write-deadline-uring_coro]
 
 /// Lingering close (cm::Linger): shut down the write side, then discard what the client still
 /// sends until it closes or the deadline passes.
@@ -109,7 +118,7 @@ Task<void> converse(Context& context, int fd) {
       if (outcome == Outcome::stopped) co_return;
       out.clear();
       session.write_reply(reply_for(*plan, outcome), out, Moment::now());
-      if (!co_await send_all(ring, fd, out)) co_return;
+      if (!co_await send_all(ring, fd, out, context.state.options.write_timeout)) co_return;
       if (!session.keep_alive()) co_return co_await linger(ring, fd);
     }
 
@@ -125,7 +134,8 @@ Task<void> converse(Context& context, int fd) {
     context.awaiting_request.erase(fd);
     if (n == -ETIME) {
       out.clear();
-      if (session.expire(out, Moment::now()) && co_await send_all(ring, fd, out)) {
+      if (session.expire(out, Moment::now()) &&
+          co_await send_all(ring, fd, out, context.state.options.write_timeout)) {
         co_await linger(ring, fd);
       }
       co_return;

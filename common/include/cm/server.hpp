@@ -46,6 +46,10 @@ struct ServerOptions {
   /// How long a connection may take to send a request head, counted from the previous response
   /// (or the accept). Idle connections are closed silently; a partial head gets a 408.
   std::chrono::milliseconds header_timeout{10'000};
+  /// How long writing a reply may wait for a client that does not read it (its window is full):
+  /// then the connection is closed, and what it held is released. 60 s, as nginx's send_timeout.
+  /// Each model arms it in its own idiom (docs/reliability.md, "Each deadline beside nginx's").
+  std::chrono::milliseconds write_timeout{60'000};
   int backlog = 4096;  ///< listen(2) backlog
   /// A deliberate bug for an exercise (off by default). It lives in the shared core (Session),
   /// so every model has it without a line of model code.

@@ -152,6 +152,38 @@ std::vector<Fd> connect_clients(std::uint16_t port, int count) {
   return clients;
 }
 
+// The write deadline's two halves: a send with MSG_DONTWAIT into a full socket gives -EAGAIN at
+// once, and SendFor gives -ETIME when the peer takes nothing within its limit, then the bytes it
+// sent once the peer reads.
+TEST_F(RingTest, SendForGivesEtimeWhenThePeerDoesNotReadAndSendsWhenItDoes) {
+  // TCP on the loopback, as the server's.
+  Listeners listeners = open_listeners("127.0.0.1", 0, 1);
+  std::vector<Fd> clients = connect_clients(listeners.port, 1);
+  const Fd server(::accept4(listeners.sockets.front().get(), nullptr, nullptr, SOCK_CLOEXEC));
+  ASSERT_GE(server.get(), 0);
+  struct {
+    const Fd& a;
+    const Fd& b;
+  } pair{server, clients.front()};
+  const std::string block(64 * 1024, 'x');
+  while (::send(pair.a.get(), block.data(), block.size(), MSG_DONTWAIT) > 0) {
+  }  // the socket's buffers are full now: the peer reads nothing
+  auto send_now = [&](Ring& r) -> Task<int> {
+    co_return co_await Send(r, pair.a.get(), block, MSG_DONTWAIT);
+  };
+  auto send = [&](Ring& r, std::chrono::milliseconds limit) -> Task<int> {
+    co_return co_await SendFor(r, pair.a.get(), block, limit);
+  };
+  EXPECT_EQ(ring().run(send_now(ring())), -EAGAIN);
+  const auto start = Clock::now();
+  EXPECT_EQ(ring().run(send(ring(), 20ms)), -ETIME);
+  EXPECT_GE(Clock::now() - start, 20ms);
+  std::vector<char> sink(1 << 20);
+  while (::recv(pair.b.get(), sink.data(), sink.size(), MSG_DONTWAIT) > 0) {
+  }  // the peer reads all: room again
+  EXPECT_GT(ring().run(send(ring(), 10s)), 0);
+}
+
 /// Whether the running kernel is major.minor or later.
 bool kernel_at_least(int major, int minor) {
   utsname name{};

@@ -34,7 +34,7 @@ namespace cm::uring {
 /// One io_uring and the coroutines it resumes.
 ///
 /// user_data encoding (every SQE this runtime submits carries one of these):
-///   0            nobody waits: the CQE is dropped (RecvFor's link timeout, cancel_all()'s cancel)
+///   0            nobody waits: the CQE is dropped (OpFor's link timeout, cancel_all()'s cancel)
 ///   1            the ring's own wake-up poll on its eventfd (post() and wake() from other threads)
 ///   address | 1  an Acceptor, whose one SQE gives a CQE per connection (see Acceptor::arm())
 ///   address      an Operation: the awaiter in the suspended coroutine's frame (Operation::prepare)
@@ -155,11 +155,12 @@ inline __kernel_timespec to_timespec(std::chrono::nanoseconds duration) noexcept
 
 // The operations: functions named like the awaiter they return (`co_await Nop(ring)`).
 
-/// send(fd, bytes, MSG_NOSIGNAL) -> bytes sent (maybe fewer than asked), or -errno.
+/// send(fd, bytes, MSG_NOSIGNAL | flags) -> bytes sent (maybe fewer than asked), or -errno; with
+/// MSG_DONTWAIT, -EAGAIN at once when the socket's buffer is full (the kernel does not wait).
 /// NOTE: `bytes` must live until the co_await returns.
-inline auto Send(Ring& ring, int fd, std::span<const char> bytes) {
+inline auto Send(Ring& ring, int fd, std::span<const char> bytes, int flags = 0) {
   return Op(ring, [=](auto* sqe) {
-    io_uring_prep_send(sqe, fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    io_uring_prep_send(sqe, fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | flags);
   });
 }
 
@@ -188,31 +189,51 @@ inline auto Nop(Ring& ring) {
   return Op(ring, [](auto* sqe) { io_uring_prep_nop(sqe); });
 }
 
-/// recv(fd, buffer) bounded by `limit`: the recv SQE linked to an IORING_OP_LINK_TIMEOUT. Gives
-/// the bytes read, 0 when the peer closed, -ETIME when `limit` passed first, or -errno.
-/// NOTE: `buffer` must live until the co_await returns (the kernel writes into it until then).
-class RecvFor final : public Operation {
+/// An operation bounded by `limit`: its SQE, which `prep(sqe)` fills in, linked to an
+/// IORING_OP_LINK_TIMEOUT that cancels it when `limit` passes first. Gives what the operation
+/// gives, or -ETIME when the limit came first (the kernel cancelled it: -ECANCELED, told apart from
+/// a cancel_all() by the ring). RecvFor and SendFor are two of these.
+template <typename Prep>
+class OpFor final : public Operation {
  public:
-  RecvFor(Ring& ring, int fd, std::span<char> buffer, std::chrono::nanoseconds limit) noexcept
-      : Operation(ring, true), fd_(fd), buffer_(buffer), limit_(to_timespec(limit)) {}
+  OpFor(Ring& ring, Prep prep, std::chrono::nanoseconds limit) noexcept
+      : Operation(ring, true), prep_(std::move(prep)), limit_(to_timespec(limit)) {}
   void await_suspend(std::coroutine_handle<> waiter) {
-    io_uring_sqe* recv = prepare(waiter, 2);  // 2: the timeout goes in the same submission
-    io_uring_prep_recv(recv, fd_, buffer_.data(), buffer_.size(), 0);
-    recv->flags |= IOSQE_IO_LINK;
+    io_uring_sqe* op = prepare(waiter, 2);  // 2: the timeout goes in the same submission
+    prep_(op);
+    op->flags |= IOSQE_IO_LINK;
     io_uring_sqe* timer = ring_.get_sqe();
     io_uring_prep_link_timeout(timer, &limit_, 0);  // read by the kernel at the submission
-    io_uring_sqe_set_data64(timer, Ring::ignored);  // its CQE tells nothing the recv's does not
+    io_uring_sqe_set_data64(timer, Ring::ignored);  // its CQE tells nothing the operation's does not
   }
-  /// The link timeout cancels the recv when it fires (-ECANCELED); only cancel_all() else does.
+  /// The link timeout cancels the operation when it fires (-ECANCELED); only cancel_all() else does.
   int await_resume() const noexcept {
     return result_ == -ECANCELED && !ring_.cancelled() ? -ETIME : result_;
   }
 
  private:
-  int fd_;
-  std::span<char> buffer_;
+  Prep prep_;
   __kernel_timespec limit_;
 };
+
+/// recv(fd, buffer) bounded by `limit` (OpFor): the bytes read, 0 when the peer closed, -ETIME
+/// when `limit` passed first, or -errno.
+/// NOTE: `buffer` must live until the co_await returns (the kernel writes into it until then).
+inline auto RecvFor(Ring& ring, int fd, std::span<char> buffer, std::chrono::nanoseconds limit) {
+  return OpFor(
+      ring, [=](auto* sqe) { io_uring_prep_recv(sqe, fd, buffer.data(), buffer.size(), 0); }, limit);
+}
+
+/// send(fd, bytes, MSG_NOSIGNAL) bounded by `limit` (OpFor): the bytes sent (maybe fewer than
+/// asked), -ETIME when the peer took none of them within `limit`, or -errno.
+/// NOTE: `bytes` must live until the co_await returns.
+inline auto SendFor(Ring& ring, int fd, std::span<const char> bytes,
+                    std::chrono::nanoseconds limit) {
+  return OpFor(
+      ring,
+      [=](auto* sqe) { io_uring_prep_send(sqe, fd, bytes.data(), bytes.size(), MSG_NOSIGNAL); },
+      limit);
+}
 
 /// The connections of `listener`, accepted through one multishot SQE (IORING_ACCEPT_MULTISHOT,
 /// Linux 5.19): a CQE per connection, flagged IORING_CQE_F_MORE while the SQE stays armed, so a
