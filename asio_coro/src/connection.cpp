@@ -79,7 +79,8 @@ awaitable<void> linger_close(Connection& c) {
 awaitable<bool> respond(Connection& c, Loop& loop, Session& session, const Reply& reply) {
   std::string out;
   session.write_reply(reply, out, Moment::now());
-  c.write_deadline = std::chrono::steady_clock::now() + loop.state.options.write_timeout;  // for sweep_writes()
+  // The write deadline, which sweep_writes() checks while the reply is being written.
+  c.write_deadline = std::chrono::steady_clock::now() + loop.state.options.write_timeout;
   const auto [ec, n] = co_await asio::async_write(c.socket, asio::buffer(out), as_value);
   c.write_deadline = std::chrono::steady_clock::time_point::max();
   if (!ec && !session.keep_alive()) co_await linger_close(c);
@@ -92,6 +93,7 @@ awaitable<void> expire(Connection& c, Loop& loop, Session& session) {
   if (!session.expire(out, Moment::now())) co_return;
   c.write_deadline = std::chrono::steady_clock::now() + loop.state.options.write_timeout;
   const auto [ec, n] = co_await asio::async_write(c.socket, asio::buffer(out), as_value);
+  c.write_deadline = std::chrono::steady_clock::time_point::max();
   if (!ec) co_await linger_close(c);
 }
 

@@ -43,7 +43,8 @@ struct Connection : bi::list_base_hook<bi::link_mode<bi::auto_unlink>> {
   std::shared_ptr<Deadline> deadline = std::make_shared<Deadline>();  ///< for receive()
   bool awaiting_request = false;  ///< in receive() for a request: drain() may cut it short
   /// While a reply is written: when sweep_writes() may close the connection (the write deadline).
-  std::chrono::steady_clock::time_point write_deadline = std::chrono::steady_clock::time_point::max();
+  std::chrono::steady_clock::time_point write_deadline =
+      std::chrono::steady_clock::time_point::max();
 };
 
 /// One event loop: an io_context run by one thread, its acceptor, the connections it owns.

@@ -57,7 +57,8 @@ namespace {
 /// request modifiers, authentication and content fields are decided from the head only.
 bool forbidden_in_trailer(std::string_view name) {
   auto is = [&](std::string_view other) {
-    return name.size() == other.size() && ::strncasecmp(name.data(), other.data(), name.size()) == 0;
+    return name.size() == other.size() &&
+           ::strncasecmp(name.data(), other.data(), name.size()) == 0;
   };
   auto starts = [&](std::string_view prefix) {
     return name.size() >= prefix.size() &&
@@ -78,7 +79,7 @@ struct RequestParser::Impl {
   Request request;
   bool in_value = false;        // the last header callback was a value (the next field is new)
   bool body_too_large = false;  // on_body stopped the parser because of the body limit
-  std::string trailer_field;    // the trailer field being read (its first 32 bytes: enough to judge)
+  std::string trailer_field;    // the trailer field being read: its first 32 bytes judge it
   bool bad_trailer = false;     // on_header_field_complete stopped the parser on a forbidden one
   std::size_t max_body = 0;
 

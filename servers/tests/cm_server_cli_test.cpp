@@ -95,6 +95,24 @@ TEST(CmServer, ListsTheBlockingModel) {
   EXPECT_EQ(child.wait(), 0);
 }
 
+// Each deadline a user may set is an option of the binary, with its default (the write timeout's
+// is nginx's send_timeout); a write timeout of zero would close every connection that waits.
+TEST(CmServer, HelpNamesEveryDeadlineWithItsDefault) {
+  Child child({"--help"});
+  std::string out;  // to the end: the help has empty lines, where read_all() stops
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(child.out.get(), buffer, sizeof buffer)) > 0;)
+    out.append(buffer, static_cast<std::size_t>(n));
+  EXPECT_EQ(child.wait(), 0);
+  EXPECT_NE(out.find("--header-timeout"), std::string::npos) << out;
+  const std::size_t write = out.find("--write-timeout");
+  ASSERT_NE(write, std::string::npos) << out;
+  EXPECT_NE(out.find("60000", write), std::string::npos) << out;
+  Child zero({"--model", "blocking", "--port", "0", "--write-timeout", "0"});
+  EXPECT_NE(Child::read_all(zero.err).find("--write-timeout"), std::string::npos);
+  EXPECT_NE(zero.wait(), 0);
+}
+
 TEST(CmServer, UnknownModelIsOneClearLine) {
   Child child({"--model", "fibers", "--port", "0"});
   const std::string err = Child::read_all(child.err);

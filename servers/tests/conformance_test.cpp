@@ -288,7 +288,8 @@ TEST_P(Conformance, TransferEncodingNotEndingInChunkedIs400ThenClose) {
 TEST_P(Conformance, ForbiddenTrailerFieldIs400ThenClose) {
   const std::string chunked =
       "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n";
-  for (const char* field : {"Content-Length: 3", "Authorization: Basic eA==", "Content-Type: x/y"}) {
+  for (const char* field :
+       {"Content-Length: 3", "Authorization: Basic eA==", "Content-Type: x/y"}) {
     expect_refused(chunked + field + "\r\n\r\n", 400);
   }
   const Response r = exchange(chunked + "X-Checksum: 1\r\n\r\n");

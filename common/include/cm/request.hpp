@@ -17,7 +17,8 @@ struct Request {
   std::string target;     ///< request-target as sent ("/delay/7?x")
   int version_major = 1;  ///< 1 (any other is answered 505)
   int version_minor = 1;  ///< 0 or 1 (or higher: answered as 1.1)
-  std::vector<std::pair<std::string, std::string>> headers;  ///< in order, names as sent (no trailer)
+  /// In order, names as sent; a trailer's fields are not among them.
+  std::vector<std::pair<std::string, std::string>> headers;
   std::string body;                                          ///< de-chunked
   bool keep_alive = true;  ///< what HTTP/1.0, 1.1 and `Connection` say about the connection
 

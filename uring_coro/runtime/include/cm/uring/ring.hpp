@@ -204,9 +204,9 @@ class OpFor final : public Operation {
     op->flags |= IOSQE_IO_LINK;
     io_uring_sqe* timer = ring_.get_sqe();
     io_uring_prep_link_timeout(timer, &limit_, 0);  // read by the kernel at the submission
-    io_uring_sqe_set_data64(timer, Ring::ignored);  // its CQE tells nothing the operation's does not
+    io_uring_sqe_set_data64(timer, Ring::ignored);  // its CQE says nothing the operation's won't
   }
-  /// The link timeout cancels the operation when it fires (-ECANCELED); only cancel_all() else does.
+  /// The link timeout cancels the operation when it fires (-ECANCELED); else only cancel_all().
   int await_resume() const noexcept {
     return result_ == -ECANCELED && !ring_.cancelled() ? -ETIME : result_;
   }
@@ -221,7 +221,8 @@ class OpFor final : public Operation {
 /// NOTE: `buffer` must live until the co_await returns (the kernel writes into it until then).
 inline auto RecvFor(Ring& ring, int fd, std::span<char> buffer, std::chrono::nanoseconds limit) {
   return OpFor(
-      ring, [=](auto* sqe) { io_uring_prep_recv(sqe, fd, buffer.data(), buffer.size(), 0); }, limit);
+      ring, [=](auto* sqe) { io_uring_prep_recv(sqe, fd, buffer.data(), buffer.size(), 0); },
+      limit);
 }
 
 /// send(fd, bytes, MSG_NOSIGNAL) bounded by `limit` (OpFor): the bytes sent (maybe fewer than
