@@ -194,7 +194,11 @@ std::size_t RequestParser::feed_head(std::string_view bytes) {
     return chunk.size();
   }
   if (err != HPE_PAUSED) {
-    fail(400, std::string("malformed request: ") + llhttp_errno_name(err));
+    // A folded or nameless line before the error is the reason, as it is when a read ends before
+    // the error: the answer must not depend on where the reads split the head.
+    const std::size_t before = llhttp_get_error_pos(&impl_->parser) - not_null(chunk);
+    const char* why = bad_field_line(chunk.substr(0, std::min(before, chunk.size())));
+    fail(400, std::string("malformed request: ") + (why ? why : llhttp_errno_name(err)));
     return chunk.size();
   }
   // Paused in on_headers_complete: the head ends here.
