@@ -41,6 +41,26 @@ class Ceilings:
         return " = ".join(names)
 
 
+def binding_label(bound, connections_requested, mean_delay_ms, thread_ceiling):
+    """The ceiling that binds, as a reader should take it. A row whose load could not open every
+    connection is priced on the connections that opened (price.price); for the blocking model those
+    are its workers' (the rest wait in the listen backlog), so the connection ceiling equals the
+    thread ceiling and `bound` says "connections = threads". What bound it is the threads: the
+    connections offered would have allowed more. Ties the offered connections do reach, and the
+    other ceilings, are left as they are; rounds that differ ("a or b") are relabelled each."""
+    if not bound or not thread_ceiling or not mean_delay_ms or not connections_requested:
+        return bound
+    offered = connections_requested / (mean_delay_ms / 1000)
+    if offered <= thread_ceiling * (1 + 1e-9):
+        return bound
+    parts = []
+    for part in bound.split(" or "):
+        part = "threads" if part == "connections = threads" else part
+        if part not in parts:
+            parts.append(part)
+    return " or ".join(parts)
+
+
 def compute(connections, mean_delay_ms, threads=None, cpu_rps=None, compute_us=0.0,
             server_cpus=1):
     """The ceilings that apply to a row (see the module's docstring)."""

@@ -5,7 +5,7 @@ over the rounds with its 95% interval. Overlapping intervals are "no difference 
 an efficiency whose interval lies above 1 is flagged as a defect of the measurement.
 """
 
-from . import stats
+from . import ceilings, stats
 
 ABOVE = "**above its ceiling: a measurement defect, not a finding**"
 
@@ -96,11 +96,14 @@ def full_table(doc):
             eff = s.get("efficiency_interval")
             eff_text = stats.Estimate.from_json(eff).format("{:.1%}") if eff else \
                 ("CPU ceiling" if r["cpu_ceiling_row"] else "-")
+            thread_ceiling = (s.get("thread_ceiling") or {}).get("median")
+            bound = ceilings.binding_label(r["bound"], r.get("connections_requested"),
+                                           r.get("mean_delay_ms"), thread_ceiling)
             errors = s["errors_total"]
             kinds = ", ".join(f"{k} {v:,}" for k, v in s["errors"].items() if v)
             lines.append(
                 f"| {t['label']} | {t.get('threads', '')} | {_row_label(doc, r['key'])} | "
-                f"{r['stagger_ms']:,.0f} | {_fig(s, 'rps')} | {r['bound'] or '-'} | "
+                f"{r['stagger_ms']:,.0f} | {_fig(s, 'rps')} | {bound or '-'} | "
                 f"{_fig(s, 'lowest_ceiling')} | {eff_text} | "
                 f"{_fig(s, 'latency_p99_ms', '{:.2f}')} | "
                 f"{_fig(s, 'overshoot_p99_ms', '{:.2f}')} | "

@@ -74,6 +74,19 @@ class Ceilings(unittest.TestCase):
         c = ceilings.compute(64, 100, threads=64, cpu_rps=50000)
         self.assertEqual(c.bound(), "connections = threads")
 
+    def test_a_tie_the_threads_forced_reads_as_the_threads(self):
+        # 16,000 connections offered, 64 opened (the rest wait in the backlog): threads bind
+        self.assertEqual(ceilings.binding_label("connections = threads", 16000, 100, 640), "threads")
+        self.assertEqual(ceilings.binding_label("connections = threads or threads", 4000, 100, 640),
+                         "threads")
+
+    def test_a_tie_the_offered_connections_reach_stays_a_tie(self):
+        # 64 connections on a pool of 64: either ceiling binds
+        self.assertEqual(ceilings.binding_label("connections = threads", 64, 1, 64000),
+                         "connections = threads")
+        self.assertEqual(ceilings.binding_label("connections or cpu", 16000, 100, None),
+                         "connections or cpu")
+
     def test_cpu_work_is_bounded_by_the_work_alone(self):
         # the work alone bounds a /cpu/N row, whatever /plaintext measured
         c = ceilings.compute(64, 0, cpu_rps=100000, compute_us=50)
