@@ -69,6 +69,17 @@ def answer_times(requests):
     return sorted(r.answered_s for r in requests if r.answered_s is not None)
 
 
+def steps_of(times, gap):
+    """Answer times grouped into steps: a new step begins after a silence longer than `gap`."""
+    steps = []
+    for t in sorted(times):
+        if steps and t - steps[-1][-1] <= gap:
+            steps[-1].append(t)
+        else:
+            steps.append([t])
+    return steps
+
+
 def answers_per_step(model, flags, connections, workers=BLOCKING_WORKERS):
     """How many of `connections` waiting requests a model's idea answers per delay: the blocking
     model its pool, an async model sleeping on its loop (--wait-mode sleep) one, an async model

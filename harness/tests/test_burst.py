@@ -78,7 +78,18 @@ class Judge(unittest.TestCase):
         with contextlib.redirect_stdout(out):
             burst.report(args, records, 10.0, burst.judge(records))
         self.assertEqual(out.getvalue(),
-                         "burst: 2/2 correct responses to /delay/100; last answered 0.200 s after the first send\n")
+                         "burst: 2/2 correct responses to /delay/100; last answered 0.200 s after the first send\n"
+                         "burst: answers came in 1 step(s) of 2 to 2 (a new step after a silence of more than "
+                         "half the delay)\n")
+
+    def test_report_counts_the_steps_of_a_pool_answering_in_turns(self):
+        args = burst.parse_args(["--port", "1", "--connections", "5", "--path", "/delay/100"])
+        done = [10.1, 10.101, 10.2, 10.203, 10.3]  # two, two, then one: a pool of two
+        records = [record("/delay/100", 10.0, t, body=b"100") for t in done]
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            burst.report(args, records, 10.0, burst.judge(records))
+        self.assertIn("burst: answers came in 3 step(s) of 1 to 2", out.getvalue())
 
 
 class TimelineOf(unittest.TestCase):

@@ -1,4 +1,4 @@
-"""harness/staircase: steps in a burst's answers, a run's figures from its timeline, the steps a
+"""harness/staircase: a run's figures from its timeline, the steps a
 model predicts, the runs it plans, and its README from a runs.json. No server is started here."""
 import os
 import sys
@@ -15,21 +15,6 @@ from cmharness import timeline  # noqa: E402
 HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 staircase = importlib.machinery.SourceFileLoader(
     "staircase", os.path.join(HARNESS, "staircase")).load_module()
-
-
-class StepsOf(unittest.TestCase):
-    def test_a_silence_longer_than_the_gap_starts_a_step(self):
-        steps = staircase.steps_of([0.5, 0.51, 0.52, 1.0, 1.02], gap=0.25)
-        self.assertEqual(steps, [[0.5, 0.51, 0.52], [1.0, 1.02]])
-
-    def test_a_silence_of_exactly_the_gap_stays_in_the_step(self):
-        self.assertEqual(len(staircase.steps_of([0.0, 0.25], gap=0.25)), 1)
-
-    def test_the_times_are_sorted_first(self):
-        self.assertEqual(staircase.steps_of([1.0, 0.5, 0.52], gap=0.1), [[0.5, 0.52], [1.0]])
-
-    def test_no_answers_no_steps(self):
-        self.assertEqual(staircase.steps_of([], gap=0.25), [])
 
 
 class Summarise(unittest.TestCase):

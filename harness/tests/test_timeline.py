@@ -38,6 +38,21 @@ class WriteAndRead(unittest.TestCase):
         self.assertEqual(timeline.answer_times(requests), [0.5, 0.7])
 
 
+class StepsOf(unittest.TestCase):
+    def test_a_silence_longer_than_the_gap_starts_a_step(self):
+        steps = timeline.steps_of([0.5, 0.51, 0.52, 1.0, 1.02], gap=0.25)
+        self.assertEqual(steps, [[0.5, 0.51, 0.52], [1.0, 1.02]])
+
+    def test_a_silence_of_exactly_the_gap_stays_in_the_step(self):
+        self.assertEqual(len(timeline.steps_of([0.0, 0.25], gap=0.25)), 1)
+
+    def test_the_times_are_sorted_first(self):
+        self.assertEqual(timeline.steps_of([1.0, 0.5, 0.52], gap=0.1), [[0.5, 0.52], [1.0]])
+
+    def test_no_answers_no_steps(self):
+        self.assertEqual(timeline.steps_of([], gap=0.25), [])
+
+
 class AnswersPerStep(unittest.TestCase):
     def test_the_blocking_pool_its_workers(self):
         self.assertEqual(timeline.answers_per_step("blocking", [], 2000), 64)
