@@ -1,0 +1,153 @@
+"""Sizing a service from the committed results: N connections, each request waiting D ms on a
+backend, C cores -- which ceiling binds each model, the rps and memory to expect, and the row of
+results/ each figure comes from. Pure functions over results.json documents; harness/size prints.
+
+    connection ceiling = N / D
+    thread ceiling     = threads / D                  (the blocking model: a worker per wait)
+    CPU ceiling        = C x the model's CPU ceiling at its committed /delay row whose
+                         connections are nearest N (its /plaintext rps with that many connections,
+                         measured back to back with the row: docs/ceilings.md); one core measured,
+                         C cores by multiplication
+    expected rps       = the lowest ceiling x the efficiency a committed row of the model reached
+                         against the same kind of ceiling (the nearest such row in connections;
+                         its 95% interval, so a range, capped at the ceiling)
+    memory             = N x RSS per connection of that row (the blocking model: its threads'
+                         RSS per waiting request, and 8 MiB of address space each)
+
+The C-core CPU ceiling assumes one event loop per core (`--threads C`) and nothing shared between
+them; this project measures one core for the server (2 CPUs: the other runs the load), so the
+factor C is arithmetic, not a measurement, and the output says so.
+"""
+
+import dataclasses
+import json
+import os
+
+from . import ceilings as ceilings_mod
+
+STACK_RESERVE_MIB = 8  # glibc's default thread stack reserve: address space, not RSS
+
+
+@dataclasses.dataclass
+class Row:
+    """What sizing reads from one committed /delay row of a results.json."""
+    server: str
+    connections: int
+    delay_ms: float
+    rps: float
+    cpu_ceiling: float
+    cpu_us_per_request: float
+    rss_kib_per_connection: "float | None"
+    efficiency: "tuple[float, float, float] | None"  # estimate, low, high
+    bound: str
+    source: str  # "results/delay-sweep/results.json: asio_coro /delay/100 x 16,000"
+
+
+@dataclasses.dataclass
+class Sizing:
+    server: str
+    ceilings: dict  # name -> rps (None when it does not apply)
+    binds: str
+    expected: "tuple[float, float] | None"  # rps, low..high
+    memory_mib: "float | None"
+    threads_needed: "int | None"
+    row: Row  # the nearest row: the CPU ceiling and the memory
+    efficiency_row: "Row | None"  # the row whose efficiency against the same ceiling is used
+    notes: list
+
+
+def _median(summary, key):
+    s = summary.get(key) or {}
+    return s.get("median")
+
+
+def delay_rows(doc, source):
+    """Every priced /delay row of a results.json document (the CPU-ceiling rows left out)."""
+    rows = []
+    for target in doc.get("targets", []):
+        for r in target.get("rows", []):
+            s = r.get("summary") or {}
+            if r.get("cpu_ceiling_row") or not r.get("delay") and not r.get("mean_delay_ms"):
+                continue
+            if not str(r.get("path", "")).startswith("/delay/"):
+                continue
+            cpu = _median(s, "server_cpu_ms_per_1k")  # ms per 1,000 requests = us per request
+            rps = _median(s, "rps")
+            cpu_ceiling = _median(s, "cpu_ceiling")
+            if not cpu or not rps or not cpu_ceiling:
+                continue
+            interval = s.get("efficiency_interval")
+            eff = (interval["estimate"], interval["low"], interval["high"]) if interval else None
+            n = r["connections_requested"]
+            rows.append(Row(target["name"], n, r["mean_delay_ms"], rps, cpu_ceiling, cpu,
+                            _median(s, "rss_per_connection_kib"), eff, r.get("bound", ""),
+                            f"{source}: {target['name']} {r['path'].replace('{ms}', format(r['mean_delay_ms'], 'g'))}"
+                            f" x {n:,}"))
+    return rows
+
+
+def load_rows(results_dir, profiles=("delay-sweep", "arena")):
+    rows = []
+    for profile in profiles:
+        path = os.path.join(results_dir, profile, "results.json")
+        if os.path.isfile(path):
+            with open(path) as f:
+                rows += delay_rows(json.load(f), os.path.relpath(path, os.path.dirname(results_dir)))
+    return rows
+
+
+def nearest(rows, server, connections):
+    """The server's committed row whose connections are nearest (by ratio) the service's."""
+    mine = [r for r in rows if r.server == server]
+    if not mine:
+        return None
+    return min(mine, key=lambda r: (max(r.connections, connections) / min(r.connections, connections),
+                                    -r.connections))
+
+
+def row_binds(row):
+    """What bound a committed row, as a reader takes it (ceilings.binding_label)."""
+    threads = None
+    if row.server == "blocking" and row.delay_ms:
+        threads = 64 / (row.delay_ms / 1000)
+    return ceilings_mod.binding_label(row.bound, row.connections, row.delay_ms, threads)
+
+
+def size(rows, server, connections, delay_ms, cores, *, workers=64, blocking_rss_bytes=None):
+    """One model's sizing for N connections, D ms, C cores, from its committed rows (None when
+    it has none)."""
+    row = nearest(rows, server, connections)
+    if row is None:
+        return None
+    d = delay_ms / 1000
+    is_blocking = server == "blocking"
+    ceilings = {"connections": connections / d if d > 0 else None,
+                "threads": workers / d if is_blocking and d > 0 else None,
+                "cpu": cores * row.cpu_ceiling}
+    present = {k: v for k, v in ceilings.items() if v is not None}
+    low = min(present.values())
+    binds = " = ".join(k for k, v in present.items() if abs(v - low) <= 1e-9 * low)
+    notes = []
+    same_kind = [r for r in rows if r.server == server and r.efficiency and row_binds(r) == binds]
+    eff_row = nearest(same_kind, server, connections) if same_kind else None
+    if eff_row is None and row.efficiency:
+        eff_row = row
+        notes.append(f"no committed row of {server} was bound by {binds}: the efficiency is the "
+                     f"nearest row's against its {row_binds(row)}, a guide, not a measurement of this case")
+    expected = None
+    if eff_row is not None:
+        _, lo, hi = eff_row.efficiency
+        expected = (low * lo, low * min(hi, 1.0))
+    if cores > 1 and "cpu" in binds:
+        notes.append(f"cpu: {cores} x the one core measured (one loop per core assumed, not measured here)")
+    threads_needed = None
+    if is_blocking:
+        threads_needed = connections
+        per = (blocking_rss_bytes or 0) / 2**20
+        memory = workers * per
+        notes.append(f"to lift the thread ceiling to N / D it needs {connections:,} workers "
+                     f"(--threads {connections}): {connections * STACK_RESERVE_MIB:,} MiB of address space "
+                     f"and {connections * per:,.0f} MiB of RSS")
+    else:
+        memory = connections * row.rss_kib_per_connection / 1024 if row.rss_kib_per_connection else None
+    return Sizing(server, ceilings, binds, expected, memory, threads_needed, row, eff_row, notes)
