@@ -29,14 +29,29 @@ stalls, a bug switch that no longer breaks anything). For every exercise page th
    Every process a block starts is stopped when the block ends, pass or fail: servers by pid
    (SIGTERM, then SIGKILL), commands with their whole process group;
 3. checks that the index (docs/exercises/README.md) lists every exercise page as a numbered link,
-   and that each page ends with `Previous:` / `Next:` links that follow that order.
+   and that each page ends with `Previous:` / `Next:` links that follow that order;
+4. checks each page's answer sheet (`<!-- sheet -->`, docs/tools/sheets.py says its syntax) and its
+   reference blocks (`<!-- reference: ... -->`, the syntax of a check block, full size): every
+   measurement of the sheet is captured by a reference `expect:` group of its name, and the
+   committed reference result results/exercises/NN-name.txt answers exactly the sheet's questions
+   and is linked from the page.
+
+A student's side, nothing run:
+
+    docs/tools/check_exercises.py --sheet 01 > sheet.txt    # the blank answer sheet
+    docs/tools/check_exercises.py --student sheet.txt      # graded: exit 0 when all agree
+
+and the reference results (runs the reference blocks; servers pinned apart):
+
+    docs/tools/check_exercises.py --reference 01           # or `all`
 
 Usage (with Debian's /usr/bin/python3, standard library only; run by ctest as `docs_exercises`):
 
     docs/tools/check_exercises.py [--bin-dir build/bin] [--only 05] [--list]
 
 Exit 0 when every check passed, 1 when one failed (with the command, its output and what was
-missing), 77 (ctest's "skipped") when cm-server has not been built.
+missing), 77 (ctest's "skipped") when cm-server has not been built. --student: 0 when every
+prediction is right and every measurement agrees, 1 when not, 2 for a sheet it cannot read.
 """
 
 from __future__ import annotations
@@ -54,9 +69,12 @@ from dataclasses import dataclass, field
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import doclib  # noqa: E402
+import sheets  # noqa: E402
 
 EXERCISES = os.path.join("docs", "exercises")
 CHECK_BLOCK = re.compile(r"<!--\s*check\b:?(?P<title>[^\n]*)\n(?P<body>.*?)-->", re.S)
+REFERENCE_BLOCK = re.compile(r"<!--\s*reference\b:?(?P<title>[^\n]*)\n(?P<body>.*?)-->", re.S)
+REFERENCES = os.path.join("results", "exercises")
 TOOL = re.compile(r"(?<![\w/.-])(?P<tool>build/bin/cm-[\w-]+|harness/[\w-]+|docs/exercises/tools/[\w.-]+)")
 FLAG = re.compile(r"(?<![\w-])(--[a-z][\w-]*)")
 VALUE = re.compile(r"^(?P<a>.+?)\s*(?P<op><=|>=|==|<|>)\s*(?P<b>.+)$")
@@ -74,11 +92,12 @@ class Check:
     steps: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, name, text)
     timeout: float = 20.0
     needs: list[str] = field(default_factory=list)
+    values: dict[str, float] = field(default_factory=dict)  # what its expect: lines captured
 
 
-def parse_checks(page: str, text: str) -> tuple[list[Check], list[str]]:
+def parse_checks(page: str, text: str, block: re.Pattern = CHECK_BLOCK) -> tuple[list[Check], list[str]]:
     checks, problems = [], []
-    for m in CHECK_BLOCK.finditer(text):
+    for m in block.finditer(text):
         line = text.count("\n", 0, m.start()) + 1
         check = Check(page, line, m.group("title").strip() or f"line {line}")
         for n, raw in enumerate(m.group("body").split("\n"), start=line + 1):
@@ -212,7 +231,8 @@ class Runner:
         if missing:
             return "skip", f"cm-server was built without {', '.join(missing)}"
         ports: dict[str, str] = {}
-        values: dict[str, float] = {}
+        values = check.values
+        values.clear()
         transcript: list[str] = []
         servers: list[tuple[str, subprocess.Popen, str]] = []
         output = ""
@@ -365,6 +385,158 @@ def check_order(root: str, pages: list[str]) -> list[str]:
     return problems
 
 
+def reference_path(root: str, page: str) -> str:
+    return os.path.join(root, REFERENCES, os.path.basename(page)[: -len(".md")] + ".txt")
+
+
+def check_reference(root: str, page: str, text: str, items: list[sheets.Item]) -> list[str]:
+    """The page's reference blocks measure every measurement of its sheet, and the committed
+    reference sheet answers exactly the sheet's questions (else it is from another version)."""
+    refs, problems = parse_checks(page, text, REFERENCE_BLOCK)
+    if not items:
+        return problems
+    if not refs:
+        return problems + [f"{page}: no <!-- reference --> block: the sheet has no reference result"]
+    captured = {g for r in refs for kind, _, t in r.steps if kind == "expect" for g in re.compile(t).groupindex}
+    measured = {i.key for i in items if i.kind == "measure"}
+    for key in sorted(measured - captured):
+        problems.append(f"{page}: no expect: of its reference blocks captures (?P<{key}>...)")
+    path = reference_path(root, page)
+    rel = os.path.relpath(path, root)
+    if not os.path.isfile(path):
+        return problems + [f"{page}: no {rel}: run docs/tools/check_exercises.py --reference "
+                           f"{os.path.basename(page)[:2]}"]
+    with open(path, encoding="utf-8") as f:
+        _, values, bad = sheets.read_student(f.read())
+    keys = {i.key for i in items}
+    if bad or set(values) != keys:
+        problems.append(f"{rel} answers {sorted(set(values) ^ keys)} that the sheet of {page} does not ask "
+                        f"(or misses them): run docs/tools/check_exercises.py --reference {os.path.basename(page)[:2]}")
+    if rel not in text and os.path.basename(path) not in text:
+        problems.append(f"{page}: does not link its reference result {rel}")
+    return problems
+
+
+def write_references(root: str, bin_dir: str, pages: list[str], which: str) -> int:
+    """Runs each chosen page's reference blocks and writes its sheet, filled with the answers the
+    page gives and what was measured, then graded, to results/exercises/NN-name.txt."""
+    chosen = pages if which == "all" else [p for p in pages if os.path.basename(p).startswith(which)]
+    if not chosen:
+        print(f"check_exercises: no exercise page starts with {which!r}", file=sys.stderr)
+        return 2
+    runner = Runner(root, bin_dir)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    failed = 0
+    try:
+        for page in chosen:
+            with open(os.path.join(root, page), encoding="utf-8") as f:
+                text = f.read()
+            items, bad = sheets.parse_sheet(page, text)
+            refs, bad2 = parse_checks(page, text, REFERENCE_BLOCK)
+            if bad or bad2 or not items or not refs:
+                print("\n".join(bad + bad2) or f"{page}: no sheet or no reference block", file=sys.stderr)
+                failed += 1
+                continue
+            values: dict[str, float] = {}
+            transcript = []
+            for ref in refs:
+                t0 = time.monotonic()
+                status, log = runner.check(ref)
+                print(f"{status:4}  {page}:{ref.line}  {ref.title}  ({time.monotonic() - t0:.1f} s)", flush=True)
+                transcript.append(log)
+                if status != "ok":
+                    print(log, file=sys.stderr)
+                    failed += 1
+                    break
+                values.update(ref.values)
+            else:
+                write_reference(root, page, text, items, values, transcript)
+    finally:
+        runner.stop_all()
+    return 1 if failed else 0
+
+
+def write_reference(root: str, page: str, text: str, items: list[sheets.Item], values: dict[str, float],
+                    transcript: list[str]) -> None:
+    answers = {i.key: i.value for i in items if i.kind == "predict" and i.rule == "answer"}
+    for i in items:
+        if i.kind == "predict" and i.rule != "answer":  # no single answer: what this run measured
+            answers[i.key] = next((f"{values[m.key]:g}" for m in items if m.kind == "measure"
+                                   and m.rule == "tests" and m.value == i.key and m.key in values), "")
+        if i.kind == "measure" and i.key in values:
+            answers[i.key] = f"{values[i.key]:g}"
+    title = text.split("\n", 1)[0].lstrip("# ").strip()
+    blank = sheets.blank_sheet(page, title, items)
+    lines = []
+    for line in blank.split("\n"):
+        key = line[:-1] if line.endswith(":") else None
+        lines.append(f"{key}: {answers.get(key, '')}" if key else line)
+    graded = sheets.grade(items, {k: v for k, v in answers.items() if v})
+    head = [f"# Reference result of {page}, written by docs/tools/check_exercises.py --reference "
+            f"{os.path.basename(page)[:2]}",
+            f"# on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs "
+            f"({platform_line()}); predictions: the page's answers (where a question has none: "
+            "what this run measured)",
+            "#", "# Graded:"] + ["#" + line for line in graded.lines] + ["#", "# Commands and their output:"]
+    for log in transcript:
+        head += ["#   " + line for line in log.splitlines()]
+    path = reference_path(root, page)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(head + [""] + lines).rstrip("\n") + "\n")
+    print(f"wrote {os.path.relpath(path, root)}")
+
+
+def platform_line() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
+    except OSError:
+        model = ""
+    return f"{os.uname().sysname} {os.uname().release}, {model}".strip(", ")
+
+
+def answer_sheet(root: str, pages: list[str], number: str | None, student: str | None) -> int:
+    """--sheet NN: the blank sheet of that exercise; --student FILE: that sheet, graded."""
+    if student:
+        try:
+            with open(student, encoding="utf-8") as f:
+                exercise, values, problems = sheets.read_student(f.read())
+        except OSError as e:
+            print(f"check_exercises: cannot read {student}: {e.strerror}", file=sys.stderr)
+            return 2
+        number = exercise
+    else:
+        values, problems = {}, []
+    found = [p for p in pages if number and os.path.basename(p).startswith(number)]
+    if problems or len(found) != 1:
+        for p in problems:
+            print(f"{student}: {p}", file=sys.stderr)
+        if not problems:
+            print(f"check_exercises: no single exercise page starts with {number!r}", file=sys.stderr)
+        return 2
+    page = found[0]
+    with open(os.path.join(root, page), encoding="utf-8") as f:
+        text = f.read()
+    items, bad = sheets.parse_sheet(page, text)
+    if bad or not items:
+        print("\n".join(bad) or f"{page} has no answer sheet", file=sys.stderr)
+        return 2
+    title = text.split("\n", 1)[0].lstrip("# ").strip()
+    if not student:
+        print(sheets.blank_sheet(page, title, items))
+        return 0
+    unknown = sorted(set(values) - {i.key for i in items})
+    g = sheets.grade(items, values)
+    print(f"{title} ({page})")
+    print("\n".join(g.lines))
+    for key in unknown:
+        print(f"  {key}: not a question of this sheet (a typo?)")
+    print(f"predictions: {g.right} right, {g.wrong} wrong; measurements: {g.agree} agree with your "
+          f"predictions, {g.disagree} disagree; {g.missing} not filled in")
+    return 0 if g.wrong == g.disagree == g.missing == 0 and not unknown else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", help="the repository root (default: found above this script)")
@@ -372,6 +544,11 @@ def main() -> int:
     parser.add_argument("--only", help="only the exercise pages whose name contains this")
     parser.add_argument("--list", action="store_true", help="print each check's steps, run nothing")
     parser.add_argument("--verbose", action="store_true", help="print the transcript of passing checks too")
+    parser.add_argument("--sheet", metavar="NN", help="print the blank answer sheet of exercise NN, run nothing")
+    parser.add_argument("--student", metavar="FILE", help="grade a filled-in answer sheet, run nothing")
+    parser.add_argument("--reference", metavar="NN", help="run exercise NN's full-size commands (its "
+                        "<!-- reference --> blocks; 'all': every exercise) and write the measured answer "
+                        "sheet to results/exercises/")
     args = parser.parse_args()
     root = os.path.abspath(args.root) if args.root else doclib.find_root(os.path.dirname(__file__))
     bin_dir = os.path.abspath(args.bin_dir) if args.bin_dir else os.path.join(root, "build", "bin")
@@ -379,6 +556,10 @@ def main() -> int:
     folder = os.path.join(root, EXERCISES)
     pages = sorted(os.path.join(EXERCISES, f) for f in os.listdir(folder)
                    if f.endswith(".md") and f != "README.md")
+    if args.sheet or args.student:
+        return answer_sheet(root, pages, args.sheet, args.student)
+    if args.reference:
+        return write_references(root, bin_dir, pages, args.reference)
     problems = check_order(root, pages)
     if args.only:
         pages = [p for p in pages if args.only in os.path.basename(p)]
@@ -388,13 +569,18 @@ def main() -> int:
             text = f.read()
         checks, bad = parse_checks(page, text)
         problems += bad
+        items, bad = sheets.parse_sheet(page, text)
+        problems += bad
+        if not items:
+            problems.append(f"{page}: no <!-- sheet --> block: a student cannot grade their predictions")
+        problems += check_reference(root, page, text, items)
         if not checks:
             problems.append(f"{page}: no <!-- check --> block: nothing keeps this exercise alive")
         parsed[page] = (text, checks)
 
     if args.list:
-        for page, (_, checks) in parsed.items():
-            for c in checks:
+        for page, (text, checks) in parsed.items():
+            for c in checks + parse_checks(page, text, REFERENCE_BLOCK)[0]:
                 print(f"{page}:{c.line}: {c.title}")
                 for kind, name, text in c.steps:
                     print(f"    {kind}{' ' + name if name else ''}: {text}")

@@ -65,7 +65,14 @@ Previous: [x](../x.md)
 """
 
 
-def page(check: str, commands: str = "harness/tool --port 8080 --connections 2") -> str:
+GOOD_SHEET = """\
+<!-- sheet
+predict ceiling: the thread ceiling of 4 workers on /delay/100 | answer 40
+measure rps: the rps you measured | tests ceiling
+-->"""
+
+
+def page(check: str, commands: str = "harness/tool --port 8080 --connections 2", sheet: str = GOOD_SHEET) -> str:
     return textwrap.dedent(
         """\
         # Exercise 1
@@ -74,13 +81,15 @@ def page(check: str, commands: str = "harness/tool --port 8080 --connections 2")
         {commands}
         ```
 
+        {sheet}
+
         {check}
 
         ---
 
         [All exercises](README.md)
         """
-    ).format(commands=commands, check=check)
+    ).format(commands=commands, check=check, sheet=sheet)
 
 
 GOOD_CHECK = """\
@@ -186,11 +195,118 @@ class CheckExercisesTest(unittest.TestCase):
         self.assertEqual(code, 1, out)
         self.assertIn("does not list docs/exercises/02-second.md", out)
 
+    def test_a_page_without_an_answer_sheet_fails(self) -> None:
+        self.tree.write("docs/exercises/01-first.md", page(GOOD_CHECK, sheet=""))
+        code, out = self.tree.check()
+        self.assertEqual(code, 1, out)
+        self.assertIn("no <!-- sheet --> block", out)
+
+    def test_a_sheet_that_tests_no_prediction_of_its_own_fails(self) -> None:
+        sheet = GOOD_SHEET.replace("tests ceiling", "tests ceiling_of_threads")
+        self.tree.write("docs/exercises/01-first.md", page(GOOD_CHECK, sheet=sheet))
+        code, out = self.tree.check()
+        self.assertEqual(code, 1, out)
+        self.assertIn("tests ceiling_of_threads, not a prediction of the sheet", out)
+
+    def test_a_malformed_sheet_line_fails(self) -> None:
+        sheet = GOOD_SHEET.replace("predict ceiling:", "guess ceiling:")
+        self.tree.write("docs/exercises/01-first.md", page(GOOD_CHECK, sheet=sheet))
+        code, out = self.tree.check()
+        self.assertEqual(code, 1, out)
+        self.assertIn("not `predict|measure KEY", out)
+
     def test_a_missing_build_is_skipped_not_failed(self) -> None:
         self.tree.write("docs/exercises/01-first.md", page(GOOD_CHECK))
         os.remove(os.path.join(self.tree.root, "build", "bin", "cm-server"))
         code, out = self.tree.check()
         self.assertEqual(code, 77, out)
+
+
+def fill(blank: str, answers: dict[str, str]) -> str:
+    """A blank sheet with each `key:` line given its answer."""
+    lines = []
+    for line in blank.split("\n"):
+        key = line[:-1] if line.endswith(":") else None
+        lines.append(f"{key}: {answers[key]}" if key in answers else line)
+    return "\n".join(lines)
+
+
+# Filled-in sheets of the real exercises 1, 2 and 4: a student's right predictions, with what
+# a run on two cores measured, and the same with the mistakes students make.
+GOOD_SHEETS = {
+    "01": {"connection_ceiling": "2000", "thread_ceiling": "640", "binds_blocking": "threads",
+           "binds_async": "connections", "thread_ceiling_128": "1280", "connection_ceiling_2000": "20,000",
+           "plaintext": "60000", "binds_tiny_delay": "cpu", "served_blocking": "64",
+           "blocking_rps": "612", "blocking_starved": "136", "async_rps": "1985",
+           "plaintext_rps": "71000", "blocking_rps_2000": "633", "async_rps_2000": "19650"},
+    "02": {"sequential": "2", "steps_blocking": "32", "per_step": "64", "last_blocking": "16",
+           "last_async": "0.6", "steps_async": "1", "last_one_worker": "2.03", "last_pool": "16.1",
+           "steps_pool": "32", "last_loop": "0.75", "steps_loop": "1"},
+    "04": {"last_timer": "0.1", "last_sleep": "2", "plaintext_sleep": "0.5", "speedup_two_loops": "2",
+           "timer_last": "0.12", "sleep_last": "2.02", "plaintext_after": "0.52", "two_loops_last": "1.2"},
+}
+WRONG_SHEETS = {
+    "01": ({"served_blocking": "200", "binds_blocking": "connections"},
+           ["served_blocking = 200: WRONG; the answer is 64 (yours is +212.5% off)",
+            "binds_blocking = connections: WRONG; the answer is threads",
+            "blocking_starved = 136: DISAGREES with your 200 - served_blocking = 0"]),
+    "02": ({"last_blocking": "0.5", "steps_blocking": "1"},
+           ["last_pool = 16.1: DISAGREES with your last_blocking: +3120.0%",
+            "steps_pool = 32: DISAGREES with your steps_blocking"]),
+    "04": ({"last_sleep": "0.1"},
+           ["last_sleep = 0.1: WRONG; the answer is 2", "sleep_last = 2.02: DISAGREES with your last_sleep"]),
+}
+
+
+class StudentSheetTest(unittest.TestCase):
+    """`--sheet NN` prints exercise NN's blank sheet; `--student FILE` grades it, on the real pages."""
+
+    def run_tool(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([PYTHON, os.path.join(TOOLS, "check_exercises.py"), *args],
+                              capture_output=True, text=True, timeout=60)
+
+    def graded(self, number: str, answers: dict[str, str]) -> subprocess.CompletedProcess:
+        blank = self.run_tool("--sheet", number)
+        self.assertEqual(blank.returncode, 0, blank.stderr)
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write(fill(blank.stdout, answers))
+        try:
+            return self.run_tool("--student", f.name)
+        finally:
+            os.unlink(f.name)
+
+    def test_a_sheet_whose_predictions_and_measurements_agree_passes(self) -> None:
+        for number, answers in GOOD_SHEETS.items():
+            with self.subTest(exercise=number):
+                done = self.graded(number, answers)
+                self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+                self.assertIn(" wrong; measurements: ", done.stdout)
+                self.assertNotIn("WRONG", done.stdout)
+                self.assertNotIn("DISAGREES", done.stdout)
+                self.assertNotIn("not filled in --", done.stdout)
+
+    def test_a_wrong_prediction_is_named_with_the_answer_and_how_far_off(self) -> None:
+        for number, (mistakes, messages) in WRONG_SHEETS.items():
+            with self.subTest(exercise=number):
+                done = self.graded(number, {**GOOD_SHEETS[number], **mistakes})
+                self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+                for message in messages:
+                    self.assertIn(message, done.stdout)
+
+    def test_an_unfilled_sheet_says_what_is_missing(self) -> None:
+        done = self.graded("04", {})
+        self.assertEqual(done.returncode, 1)
+        self.assertIn("8 not filled in", done.stdout)
+
+    def test_a_sheet_without_its_exercise_line_is_refused(self) -> None:
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write("served_blocking: 64\n")
+        try:
+            done = self.run_tool("--student", f.name)
+        finally:
+            os.unlink(f.name)
+        self.assertEqual(done.returncode, 2)
+        self.assertIn("which exercise is this sheet for?", done.stderr)
 
 
 if __name__ == "__main__":

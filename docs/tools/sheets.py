@@ -1,0 +1,248 @@
+"""Answer sheets for the classroom exercises: a blank sheet from a page, and a filled one graded.
+
+An exercise page holds its sheet in an HTML comment the reader does not see:
+
+    <!-- sheet
+    predict thread_ceiling: the blocking model's thread ceiling with 64 workers, in rps | answer 640
+    predict binds: which ceiling binds the blocking model (connections, threads or cpu) | answer threads
+    predict served: of 200 connections, how many the blocking model answers at all | answer 64
+    measure blocking_rps: the blocking model's rps at -c 200 (cm-load's rps line) | tests thread_ceiling
+    measure starved: its starved connections at -c 200 (the fairness line) | tests 200 - served
+    -->
+
+`predict KEY: QUESTION` is written before anything is run; `| answer A` gives the answer the
+arithmetic or the model's idea gives (a number, within 2% unless `| answer A within 10%`, or a
+word). `measure KEY: WHAT` is read from the student's own run; `| tests EXPR` names what it
+checks: an expression over the prediction keys (+ - * / and numbers), and the measurement agrees
+with it within 10% (or `| tests EXPR within 25%`). A measurement with nothing to test records
+a value only.
+
+A student's sheet is a text file of `key: value` lines (`#` starts a comment) with an
+`exercise: NN-name` line; `check_exercises.py --sheet NN` prints a blank one, `--student FILE`
+grades it: each prediction against its answer, and each measurement against the prediction it
+tests -- where they disagree and by how much.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+from dataclasses import dataclass
+
+SHEET_BLOCK = re.compile(r"<!--\s*sheet\b[^\n]*\n(?P<body>.*?)-->", re.S)
+LINE = re.compile(r"^(?P<kind>predict|measure)\s+(?P<key>[a-z][a-z0-9_]*)\s*:\s*(?P<text>[^|]+?)\s*"
+                  r"(?:\|\s*(?P<rule>answer|tests)\s+(?P<value>.+?)"
+                  r"(?:\s+within\s+(?P<tol>[\d.]+)%)?)?\s*$")
+NUMBER = re.compile(r"^[-+]?[\d,]*\.?\d+(?:e[-+]?\d+)?$", re.I)
+
+
+@dataclass
+class Item:
+    kind: str  # predict | measure
+    key: str
+    text: str
+    rule: str = ""  # answer | tests | ""
+    value: str = ""
+    tolerance: float = 0.0  # a fraction
+
+
+def parse_sheet(page: str, text: str) -> tuple[list[Item], list[str]]:
+    """The sheet of an exercise page, and what is wrong with it (page:line: ...)."""
+    items: list[Item] = []
+    problems: list[str] = []
+    for m in SHEET_BLOCK.finditer(text):
+        first = text.count("\n", 0, m.start()) + 2
+        for n, raw in enumerate(m.group("body").split("\n"), start=first):
+            raw = raw.strip()
+            if not raw:
+                continue
+            lm = LINE.match(raw)
+            if not lm:
+                problems.append(f"{page}:{n}: `{raw}`: not `predict|measure KEY: TEXT [| answer A | tests EXPR]`")
+                continue
+            rule = lm.group("rule") or ""
+            default = 0.02 if rule == "answer" else 0.10
+            tol = float(lm.group("tol")) / 100 if lm.group("tol") else default
+            item = Item(lm.group("kind"), lm.group("key"), lm.group("text"), rule, lm.group("value") or "", tol)
+            if (item.kind, rule) in (("predict", "tests"), ("measure", "answer")):
+                problems.append(f"{page}:{n}: a {item.kind} takes `| {'answer' if item.kind == 'predict' else 'tests'}`")
+            items.append(item)
+    keys = [i.key for i in items]
+    for key in sorted({k for k in keys if keys.count(k) > 1}):
+        problems.append(f"{page}: the sheet has {key} twice")
+    predictions = {i.key for i in items if i.kind == "predict"}
+    for item in items:
+        if item.rule == "tests":
+            try:
+                names = expression_names(item.value)
+            except ValueError as e:
+                problems.append(f"{page}: {item.key}: `tests {item.value}`: {e}")
+                continue
+            unknown = names - predictions
+            if unknown:
+                problems.append(f"{page}: {item.key} tests {', '.join(sorted(unknown))}, not a prediction of the sheet")
+        if item.rule == "answer" and not item.value.strip():
+            problems.append(f"{page}: {item.key}: an empty answer")
+    if items and not any(i.kind == "measure" and i.rule == "tests" for i in items):
+        problems.append(f"{page}: the sheet's measurements test no prediction")
+    return items, problems
+
+
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+
+
+def _walk(node: ast.AST, names: dict[str, float] | None) -> float:
+    if isinstance(node, ast.Expression):
+        return _walk(node.body, names)
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        return float(node.value)
+    if isinstance(node, ast.Name):
+        if names is None:
+            return 1.0
+        if node.id not in names:
+            raise KeyError(node.id)
+        return names[node.id]
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        a, b = _walk(node.left, names), _walk(node.right, names)
+        if isinstance(node.op, ast.Div) and b == 0:
+            raise ZeroDivisionError("division by zero")
+        return _OPS[type(node.op)](a, b)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return -_walk(node.operand, names)
+    raise ValueError("only numbers, prediction keys, + - * / and brackets")
+
+
+def expression_names(expr: str) -> set[str]:
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError as e:
+        raise ValueError(f"not an expression ({e.msg})") from None
+    _walk(tree, None)  # raises on anything but arithmetic
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
+def evaluate(expr: str, names: dict[str, float]) -> float:
+    return _walk(ast.parse(expr, mode="eval"), names)
+
+
+def number(text: str) -> float | None:
+    text = text.strip().rstrip("%").replace("_", "")
+    if not NUMBER.match(text):
+        return None
+    return float(text.replace(",", ""))
+
+
+def blank_sheet(page: str, title: str, items: list[Item]) -> str:
+    name = page.rsplit("/", 1)[-1].removesuffix(".md")
+    out = [f"# {title} -- answer sheet",
+           "# Write each prediction before you run anything; then run the page's commands and",
+           "# write what you measured. A number, or a word where the question asks for one.",
+           f"# Grade it: docs/tools/check_exercises.py --student THIS_FILE",
+           f"exercise: {name}", ""]
+    for kind, heading in (("predict", "predictions"), ("measure", "measurements")):
+        out.append(f"## {heading}")
+        for item in items:
+            if item.kind == kind:
+                out += [f"# {item.text}", f"{item.key}:"]
+        out.append("")
+    return "\n".join(out)
+
+
+def read_student(text: str) -> tuple[str, dict[str, str], list[str]]:
+    """(exercise, key -> value as written, problems) of a filled-in sheet."""
+    exercise, values, problems = "", {}, []
+    for n, raw in enumerate(text.split("\n"), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        key, sep, value = line.partition(":")
+        if not sep:
+            problems.append(f"line {n}: `{raw.strip()}`: not `key: value`")
+            continue
+        key = key.strip()
+        if key == "exercise":
+            exercise = value.strip()
+        else:
+            values[key] = value.strip()
+    if not exercise:
+        problems.append("no `exercise: NN-name` line: which exercise is this sheet for?")
+    return exercise, values, problems
+
+
+def differs(have: float, want: float, tolerance: float) -> tuple[bool, str]:
+    """Whether `have` is within `tolerance` (a fraction) of `want`, and by how much it is off."""
+    gap = have - want
+    if want == 0:
+        ok = abs(gap) <= tolerance
+        return ok, f"{gap:+g}"
+    rel = gap / abs(want)
+    return abs(rel) <= tolerance, f"{rel:+.1%}"
+
+
+@dataclass
+class Grade:
+    lines: list[str]
+    right: int = 0
+    wrong: int = 0
+    agree: int = 0
+    disagree: int = 0
+    missing: int = 0
+
+
+def grade(items: list[Item], values: dict[str, str]) -> Grade:
+    g = Grade([])
+    predictions: dict[str, float] = {}
+    for item in items:
+        written = values.get(item.key, "")
+        if not written:
+            g.missing += 1
+            g.lines.append(f"  {item.key}: not filled in -- {item.text}")
+            continue
+        have = number(written)
+        if item.kind == "predict":
+            if have is not None:
+                predictions[item.key] = have
+            if item.rule != "answer":
+                g.lines.append(f"  {item.key} = {written}: your prediction (no single answer; your measurement says)")
+                continue
+            want = number(item.value)
+            if want is None or have is None:
+                ok = written.lower().rstrip("s") == item.value.lower().rstrip("s")
+                off = "" if ok else f"; the answer is {item.value}"
+            else:
+                ok, rel = differs(have, want, item.tolerance)
+                off = "" if ok else f"; the answer is {item.value} (yours is {rel} off)"
+            g.right += ok
+            g.wrong += not ok
+            g.lines.append(f"  {item.key} = {written}: {'right' if ok else 'WRONG'}{off}")
+    for item in items:
+        if item.kind != "measure" or not values.get(item.key):
+            continue
+        written = values[item.key]
+        have = number(written)
+        if item.rule != "tests":
+            g.lines.append(f"  {item.key} = {written}: measured (recorded, tests no prediction)")
+            continue
+        if have is None:
+            g.disagree += 1
+            g.lines.append(f"  {item.key} = {written}: not a number")
+            continue
+        try:
+            want = evaluate(item.value, predictions)
+        except KeyError as e:
+            g.lines.append(f"  {item.key} = {written}: tests {item.value}, but your {e.args[0]} is not a number")
+            continue
+        except ZeroDivisionError:
+            g.lines.append(f"  {item.key} = {written}: tests {item.value}, which divides by zero with your predictions")
+            continue
+        ok, rel = differs(have, want, item.tolerance)
+        what = item.value if item.value in predictions else f"{item.value} = {want:g}"
+        if ok:
+            g.agree += 1
+            g.lines.append(f"  {item.key} = {written}: agrees with your {what} ({rel}, within {item.tolerance:.0%})")
+        else:
+            g.disagree += 1
+            g.lines.append(f"  {item.key} = {written}: DISAGREES with your {what}: {rel} "
+                           f"(more than {item.tolerance:.0%}) -- which is wrong, the prediction or the run?")
+    return g
