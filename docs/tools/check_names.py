@@ -7,7 +7,8 @@ check reads the names in the prose -- `Session`, `Ring::cancel_all()`, `as_tuple
 and line, when one of them does not exist:
 
 - an identifier (a name with `_`, `::`, `.`, `->` or `()`, an inner capital, or one capitalised
-  word) must occur in the project's sources -- every tracked file but the Markdown and results/ --
+  word) must occur in the project's sources -- every tracked file but the Markdown, results/ and
+  docs/tools/ (the checkers, whose examples would keep a name alive) --
   or in the headers of the libraries the project links (Boost.Asio, libuv, liburing, llhttp,
   libstdc++, glibc and Linux); each part of `a::b` or `a.b` is looked up;
 - a call written with arguments, `f(x, y)`, must occur as written (up to spaces and a cut after
@@ -87,6 +88,7 @@ SYSTEM_HEADERS = (
     "nlohmann",
 )
 
+TOOLS_DIR = os.path.join("docs", "tools") + os.sep
 # Commands whose flags are the project's own; everything else (curl, wrk, taskset) is not checked.
 BIN_TOOLS = ("cm-server", "cm-load", "cm-price", "cm-micro")
 
@@ -115,8 +117,8 @@ class Sources:
         self.markers: set[str] = set()
         squashed: list[str] = []
         for rel in sorted(doclib.tracked_files(root) or ()):
-            if rel.endswith(".md") or rel.startswith("results" + os.sep):
-                continue
+            if rel.endswith(".md") or rel.startswith("results" + os.sep) or rel.startswith(TOOLS_DIR):
+                continue  # the docs, the results, and these checkers (whose examples name things)
             path = os.path.join(root, rel)
             try:
                 with open(path, encoding="utf-8") as f:
