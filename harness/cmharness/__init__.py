@@ -8,6 +8,8 @@
     stats       medians with distribution-free 95% intervals, paired ratios, verdicts
     ceilings    the ceilings a row cannot exceed, and its efficiency against the lowest
     results     writing a result: JSON, CSV, Markdown, and the chart call
+    charts      writing a chart: save() refuses one whose texts overlap, leave the figure or
+                cover a data marker (layout_problems()); every chart writer saves through it
     parsers     what wrk and `strace -c` print, as figures
 
 Orchestration is Python (Debian's /usr/bin/python3, standard library only; charts need its
@@ -16,7 +18,8 @@ python3-matplotlib); cm-load and cm-micro are the C++ instruments. docs/architec
 The rules of the core, for whoever adds a tool:
 - start servers only with servers.Server and children only with processes.start; read cm-load's
   JSON only through load.LoadResult; record provenance.provenance(); take every ratio, median and
-  interval from stats. A helper two tools need is added here, with a test in harness/tests/.
+  interval from stats; write every chart with charts.save(). A helper two tools need is added
+  here, with a test in harness/tests/.
 - a tool is a thin shell: its own parsing and its report, no function over 80 lines
   (../shared/tools/long-functions harness 80), and unit tests of what it parses and computes.
 """
