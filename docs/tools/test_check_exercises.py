@@ -69,7 +69,22 @@ GOOD_SHEET = """\
 <!-- sheet
 predict ceiling: the thread ceiling of 4 workers on /delay/100 | answer 40
 measure rps: the rps you measured | tests ceiling
--->"""
+-->
+
+<!-- reference: the page's command, full size
+server srv: build/bin/cm-server --model blocking
+run: harness/tool --port {srv} --connections 40
+expect: tool: (?P<rps>\\d+) connections
+-->
+
+This project's run: [results/exercises/01-first.txt](../../results/exercises/01-first.txt)."""
+
+REFERENCE = """\
+# a reference result
+exercise: 01-first
+ceiling: 40
+rps: 40
+"""
 
 
 def page(check: str, commands: str = "harness/tool --port 8080 --connections 2", sheet: str = GOOD_SHEET) -> str:
@@ -119,6 +134,7 @@ class Tree:
         self.write("docs/exercises/README.md", INDEX)
         self.write("build/bin/cm-server", FAKE_SERVER, executable=True)
         self.write("harness/tool", FAKE_TOOL, executable=True)
+        self.write("results/exercises/01-first.txt", REFERENCE)
         self.pid_file = os.path.join(self.root, "server.pid")
 
     def write(self, rel: str, text: str, executable: bool = False) -> None:
@@ -214,6 +230,41 @@ class CheckExercisesTest(unittest.TestCase):
         code, out = self.tree.check()
         self.assertEqual(code, 1, out)
         self.assertIn("not `predict|measure KEY", out)
+
+    def test_a_missing_reference_result_fails(self) -> None:
+        self.tree.write("docs/exercises/01-first.md", page(GOOD_CHECK))
+        os.remove(os.path.join(self.tree.root, "results", "exercises", "01-first.txt"))
+        code, out = self.tree.check()
+        self.assertEqual(code, 1, out)
+        self.assertIn("no results/exercises/01-first.txt: run docs/tools/check_exercises.py --reference 01", out)
+
+    def test_a_reference_result_of_another_sheet_fails(self) -> None:
+        self.tree.write("docs/exercises/01-first.md", page(GOOD_CHECK))
+        self.tree.write("results/exercises/01-first.txt", REFERENCE.replace("rps: 40", "speed: 40"))
+        code, out = self.tree.check()
+        self.assertEqual(code, 1, out)
+        self.assertIn("that the sheet of docs/exercises/01-first.md does not ask", out)
+
+    def test_a_reference_block_that_measures_no_sheet_key_fails(self) -> None:
+        self.tree.write("docs/exercises/01-first.md", page(GOOD_CHECK, sheet=GOOD_SHEET.replace("?P<rps>", "?P<speed>")))
+        code, out = self.tree.check()
+        self.assertEqual(code, 1, out)
+        self.assertIn("no expect: of its reference blocks captures (?P<rps>...)", out)
+
+    def test_reference_runs_the_full_size_block_and_writes_the_graded_sheet(self) -> None:
+        self.tree.write("docs/exercises/01-first.md", page(GOOD_CHECK))
+        os.remove(os.path.join(self.tree.root, "results", "exercises", "01-first.txt"))
+        done = subprocess.run(
+            [PYTHON, os.path.join(TOOLS, "check_exercises.py"), "--root", self.tree.root,
+             "--bin-dir", os.path.join(self.tree.root, "build", "bin"), "--reference", "01"],
+            capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        with open(os.path.join(self.tree.root, "results", "exercises", "01-first.txt")) as f:
+            written = f.read()
+        self.assertIn("exercise: 01-first", written)
+        self.assertIn("\nceiling: 40\n", written)
+        self.assertIn("\nrps: 40\n", written)
+        self.assertIn("#  rps = 40: agrees with your ceiling", written)
 
     def test_a_missing_build_is_skipped_not_failed(self) -> None:
         self.tree.write("docs/exercises/01-first.md", page(GOOD_CHECK))
