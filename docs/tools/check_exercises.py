@@ -537,6 +537,34 @@ def answer_sheet(root: str, pages: list[str], number: str | None, student: str |
     return 0 if g.wrong == g.disagree == g.missing == 0 and not unknown else 1
 
 
+def parse_pages(root: str, pages: list[str], problems: list[str]) -> dict:
+    """page -> (its text, its check blocks); what is wrong with a page goes to problems."""
+    parsed = {}
+    for page in pages:
+        with open(os.path.join(root, page), encoding="utf-8") as f:
+            text = f.read()
+        checks, bad = parse_checks(page, text)
+        problems += bad
+        items, bad = sheets.parse_sheet(page, text)
+        problems += bad
+        if not items:
+            problems.append(f"{page}: no <!-- sheet --> block: a student cannot grade their predictions")
+        problems += check_reference(root, page, text, items)
+        if not checks:
+            problems.append(f"{page}: no <!-- check --> block: nothing keeps this exercise alive")
+        parsed[page] = (text, checks)
+    return parsed
+
+
+def list_checks(parsed: dict) -> None:
+    """--list: every check and reference block with its steps."""
+    for page, (text, checks) in parsed.items():
+        for c in checks + parse_checks(page, text, REFERENCE_BLOCK)[0]:
+            print(f"{page}:{c.line}: {c.title}")
+            for kind, name, step in c.steps:
+                print(f"    {kind}{' ' + name if name else ''}: {step}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", help="the repository root (default: found above this script)")
@@ -563,27 +591,9 @@ def main() -> int:
     problems = check_order(root, pages)
     if args.only:
         pages = [p for p in pages if args.only in os.path.basename(p)]
-    parsed = {}
-    for page in pages:
-        with open(os.path.join(root, page), encoding="utf-8") as f:
-            text = f.read()
-        checks, bad = parse_checks(page, text)
-        problems += bad
-        items, bad = sheets.parse_sheet(page, text)
-        problems += bad
-        if not items:
-            problems.append(f"{page}: no <!-- sheet --> block: a student cannot grade their predictions")
-        problems += check_reference(root, page, text, items)
-        if not checks:
-            problems.append(f"{page}: no <!-- check --> block: nothing keeps this exercise alive")
-        parsed[page] = (text, checks)
-
+    parsed = parse_pages(root, pages, problems)
     if args.list:
-        for page, (text, checks) in parsed.items():
-            for c in checks + parse_checks(page, text, REFERENCE_BLOCK)[0]:
-                print(f"{page}:{c.line}: {c.title}")
-                for kind, name, text in c.steps:
-                    print(f"    {kind}{' ' + name if name else ''}: {text}")
+        list_checks(parsed)
         return 0
     if not os.access(os.path.join(bin_dir, "cm-server"), os.X_OK):
         print(f"skipped: {bin_dir}/cm-server is missing; build first (make build)")
