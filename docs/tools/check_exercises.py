@@ -144,7 +144,7 @@ class Runner:
         self.root = root
         self.bin_dir = bin_dir
         self.servers: list[subprocess.Popen] = []
-        self.help_cache: dict[str, str | None] = {}
+        self.helps = doclib.ToolHelp(root, bin_dir)
         self._models: list[str] | None = None
 
     def localise(self, cmd: str) -> str:
@@ -159,15 +159,8 @@ class Runner:
         return self._models
 
     def tool_help(self, tool: str) -> str | None:
-        """The tool's --help, or None when it is missing."""
-        if tool not in self.help_cache:
-            path = os.path.join(self.root, self.localise(tool))  # an absolute --bin-dir wins the join
-            if not os.path.isfile(path) or not os.access(path, os.X_OK):
-                self.help_cache[tool] = None
-            else:
-                done = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=20, cwd=self.root)
-                self.help_cache[tool] = done.stdout + done.stderr
-        return self.help_cache[tool]
+        """The tool's --help, or None when it is missing (doclib.ToolHelp, shared with check_names)."""
+        return self.helps.help_of(tool)
 
     def start_server(self, cmd: str, work: str, name: str) -> tuple[subprocess.Popen, str, str]:
         port_file = os.path.join(work, f"{name}.port")

@@ -90,7 +90,7 @@ SYSTEM_HEADERS = (
 
 TOOLS_DIR = os.path.join("docs", "tools") + os.sep
 # Commands whose flags are the project's own; everything else (curl, wrk, taskset) is not checked.
-BIN_TOOLS = ("cm-server", "cm-load", "cm-price", "cm-micro")
+BIN_TOOLS = doclib.BIN_TOOLS
 
 
 def is_code_like(name: str, call: bool) -> bool:
@@ -178,41 +178,8 @@ def gtest_list(bin_dir: str) -> set[str] | None:
     return names if ran else None
 
 
-class Helps:
-    """The --help text of each project tool, read once."""
-
-    def __init__(self, root: str, bin_dir: str):
-        self.root = root
-        self.bin_dir = bin_dir
-        self.cache: dict[str, str | None] = {}
-
-    def command_of(self, word: str) -> list[str] | None:
-        base = word[len("build/bin/"):] if word.startswith("build/bin/") else word
-        if base in BIN_TOOLS:
-            path = os.path.join(self.bin_dir, base)
-            return [path] if os.access(path, os.X_OK) else None
-        if re.match(r"^(harness|docs/tools|docs/exercises/tools|scripts)/[\w.-]+$", word):
-            path = os.path.join(self.root, word)
-            if os.path.isfile(path):
-                return ["/usr/bin/python3", path] if word.endswith(".py") else [path]
-        return None
-
-    def help_of(self, word: str, sub: str | None = None) -> str | None:
-        """The tool's --help; with sub, its subcommand's (`cm-price verify --help`)."""
-        key = f"{word} {sub}" if sub else word
-        if key not in self.cache:
-            command = self.command_of(word)
-            text = None
-            if command:
-                try:
-                    done = subprocess.run(
-                        command + ([sub] if sub else []) + ["--help"], capture_output=True, text=True, timeout=60
-                    )
-                    text = done.stdout + done.stderr
-                except (OSError, subprocess.SubprocessError):
-                    text = None
-            self.cache[key] = text
-        return self.cache[key]
+class Helps(doclib.ToolHelp):
+    """Each project tool's --help (doclib.ToolHelp), and every flag they have between them."""
 
     def every_flag(self) -> set[str] | None:
         """Every flag of every project tool; None when the binaries are not built (nothing to ask)."""

@@ -127,3 +127,46 @@ def dedent(lines: list[str]) -> list[str]:
         return cleaned
     common = os.path.commonprefix(indents)
     return [line[len(common):] if line else "" for line in cleaned]
+
+
+# The project's commands whose --help the checks read: the built binaries, and the scripts under
+# these folders (run with Debian's python3 when they end in .py).
+BIN_TOOLS = ("cm-server", "cm-load", "cm-price", "cm-micro")
+SCRIPT_FOLDERS = re.compile(r"^(harness|docs/tools|docs/exercises/tools|scripts)/[\w.-]+$")
+
+
+class ToolHelp:
+    """The --help text of each project tool (`build/bin/cm-load`, `cm-price`, `harness/burst`),
+    read once; None for a tool that is not the project's or is not built."""
+
+    def __init__(self, root: str, bin_dir: str):
+        self.root = root
+        self.bin_dir = bin_dir
+        self.cache: dict[str, str | None] = {}
+
+    def command_of(self, word: str) -> list[str] | None:
+        base = word[len("build/bin/"):] if word.startswith("build/bin/") else word
+        if base in BIN_TOOLS:
+            path = os.path.join(self.bin_dir, base)
+            return [path] if os.access(path, os.X_OK) else None
+        if SCRIPT_FOLDERS.match(word):
+            path = os.path.join(self.root, word)
+            if os.path.isfile(path) and os.access(path, os.X_OK):
+                return ["/usr/bin/python3", path] if word.endswith(".py") else [path]
+        return None
+
+    def help_of(self, word: str, sub: str | None = None) -> str | None:
+        """The tool's --help; with sub, its subcommand's (`cm-price verify --help`)."""
+        key = f"{word} {sub}" if sub else word
+        if key not in self.cache:
+            command = self.command_of(word)
+            text = None
+            if command:
+                try:
+                    done = subprocess.run(command + ([sub] if sub else []) + ["--help"],
+                                          capture_output=True, text=True, timeout=60, cwd=self.root)
+                    text = done.stdout + done.stderr
+                except (OSError, subprocess.SubprocessError):
+                    text = None
+            self.cache[key] = text
+        return self.cache[key]
