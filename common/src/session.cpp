@@ -2,11 +2,21 @@
 
 #include "cm/session.hpp"
 
+#include "cm/work.hpp"
+
 #include <optional>
 #include <string>
 #include <utility>
 
 namespace cm {
+namespace {
+
+/// "GET /delay/100", as a trace names a request (the target cut at 80 bytes).
+std::string traced_line(const Request& request) {
+  return request.method + " " + request.target.substr(0, 80);
+}
+
+}  // namespace
 
 Session::Session(std::string_view server_name, std::chrono::milliseconds header_timeout, Moment now,
                  SessionShared* shared, Limits limits)
@@ -14,7 +24,12 @@ Session::Session(std::string_view server_name, std::chrono::milliseconds header_
       shared_(shared),
       header_timeout_(header_timeout),
       deadline_(now.steady + header_timeout),
-      parser_(limits) {}
+      parser_(limits) {
+  if (shared_ && shared_->trace) {
+    tag_ = shared_->trace->connection();
+    tag_.trace->instant(tag_.conn, "accept");
+  }
+}
 
 Session::Session(Session&& other) noexcept
     : server_name_(other.server_name_),
@@ -31,10 +46,16 @@ Session::Session(Session&& other) noexcept
       answering_(std::exchange(other.answering_, false)),
       keep_alive_(other.keep_alive_),
       done_(other.done_),
-      answering_wait_(other.answering_wait_) {}
+      answering_wait_(other.answering_wait_),
+      tag_(std::exchange(other.tag_, {})),
+      request_line_(std::move(other.request_line_)) {}
 
 Session::~Session() {
   if (answering_ && shared_) --shared_->in_flight;  // the connection ended before its answer
+  if (tag_) {
+    tag_.trace->end_all(tag_.conn);  // a request cut short: its spans end with the connection
+    tag_.trace->instant(tag_.conn, "close");
+  }
 }
 
 Plan Session::give(Plan plan) {
@@ -50,9 +71,11 @@ void Session::received(std::string_view bytes) {
     parsed_ = 0;
   }
   pending_.append(bytes);
+  if (tag_) tag_.trace->instant(tag_.conn, "read", "\"bytes\":" + std::to_string(bytes.size()));
 }
 
 std::optional<Plan> Session::refuse(Reply reply) {
+  if (tag_) request_line_ = "refused, " + std::to_string(reply.status);
   done_ = true;
   answering_wait_ = false;
   request_keep_alive_ = false;
@@ -61,6 +84,19 @@ std::optional<Plan> Session::refuse(Reply reply) {
 }
 
 std::optional<Plan> Session::next() {
+  if (!tag_) return next_plan();
+  const auto start = Trace::Clock::now();
+  std::optional<Plan> plan = next_plan();
+  if (plan) trace_plan(*plan, start);
+  return plan;
+}
+
+void Session::trace_plan(const Plan& plan, Trace::Clock::time_point parse_start) {
+  tag_.trace->complete(tag_.conn, "parse", parse_start);
+  tag_.trace->begin(tag_.conn, interim_ ? "100 Continue" : request_line_, "\"plan\":" + json_string(step_name(plan)));
+}
+
+std::optional<Plan> Session::next_plan() {
   if (done_) return std::nullopt;
   for (;;) {
     switch (parser_.state()) {
@@ -68,6 +104,7 @@ std::optional<Plan> Session::next() {
         // The head asked before sending its body. Refuse it now, unread, if it will be refused
         // (RFC 9110 10.1.1); otherwise ask for the body with a 100 Continue, if one follows.
         const Request& head = parser_.head();
+        if (tag_) request_line_ = traced_line(head);
         request_head_ = head.head();
         request_http10_ = false;
         if (auto refusal = refuse_head(head)) return refuse(std::move(*refusal));
@@ -83,6 +120,7 @@ std::optional<Plan> Session::next() {
       }
       case RequestParser::State::complete: {
         Request request = parser_.take();
+        if (tag_) request_line_ = traced_line(request);
         request_keep_alive_ = request.keep_alive;
         request_http10_ = request.version_major == 1 && request.version_minor == 0;
         request_head_ = request.head();
@@ -107,6 +145,17 @@ std::optional<Plan> Session::next() {
 }
 
 void Session::write_reply(const Reply& reply, std::string& out, Moment now) {
+  const std::size_t before = out.size();
+  const int status = interim_ ? 100 : reply.status;
+  compose_reply(reply, out, now);
+  if (!tag_) return;
+  tag_.trace->end_all(tag_.conn);  // the request, and its step if one was handed away
+  tag_.trace->instant(tag_.conn, "write",
+                      "\"status\":" + std::to_string(status) +
+                          ",\"bytes\":" + std::to_string(out.size() - before));
+}
+
+void Session::compose_reply(const Reply& reply, std::string& out, Moment now) {
   deadline_ = now.steady + header_timeout_;
   if (interim_) {  // 100 Continue: the same request goes on, its body comes next
     interim_ = false;

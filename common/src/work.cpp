@@ -29,6 +29,26 @@ Venue venue(const Plan& plan, WaitMode wait_mode, Offload offload) noexcept {
   return Venue::loop;
 }
 
+void trace_venue(Venue venue, Tag tag) {
+  if (!tag) return;
+  switch (venue) {
+    case Venue::timer: return tag.trace->begin(tag.conn, "on a timer (no thread)");
+    case Venue::pool: return tag.trace->begin(tag.conn, "on the pool");
+    case Venue::thread: return tag.trace->begin(tag.conn, "on a new thread");
+    case Venue::loop: return;  // perform() marks the thread
+  }
+}
+
+std::string step_name(const Plan& plan) {
+  if (const auto* wait = std::get_if<Wait>(&plan))
+    return "wait " + std::to_string(wait->duration.count()) + " ms";
+  if (const auto* block = std::get_if<Block>(&plan))
+    return "block " + std::to_string(block->duration.count()) + " ms";
+  if (const auto* compute = std::get_if<Compute>(&plan))
+    return "cpu " + std::to_string(compute->duration.count()) + " us";
+  return "reply " + std::to_string(reply_of(plan).status);
+}
+
 const Reply& reply_for(const Plan& plan, Outcome outcome) {
   static const Reply refused = service_unavailable();
   return outcome == Outcome::refused ? refused : reply_of(plan);
@@ -59,7 +79,13 @@ void Sleeper::interrupt() {
   cv_.notify_all();
 }
 
-Outcome perform(const Plan& plan, Sleeper& sleeper) {
+Outcome perform(const Plan& plan, Sleeper& sleeper, Tag tag) {
+  if (tag && !std::holds_alternative<Now>(plan)) {
+    const auto start = Trace::Clock::now();
+    const Outcome outcome = perform(plan, sleeper);
+    tag.trace->complete(tag.conn, step_name(plan), start);
+    return outcome;
+  }
   bool ok = true;
   if (const auto* wait = std::get_if<Wait>(&plan)) ok = sleeper.sleep_for(wait->duration);
   if (const auto* block = std::get_if<Block>(&plan)) ok = sleeper.sleep_for(block->duration);
@@ -67,13 +93,14 @@ Outcome perform(const Plan& plan, Sleeper& sleeper) {
   return ok ? Outcome::done : Outcome::stopped;
 }
 
-bool CallThreads::start(const Plan& plan, Sleeper& sleeper, std::function<void(Outcome)> resume) {
+bool CallThreads::start(const Plan& plan, Sleeper& sleeper, Tag tag,
+                        std::function<void(Outcome)> resume) {
   std::lock_guard lock(mutex_);
   try {
     if (!reaper_.joinable()) reaper_ = std::thread([this] { reap(); });
     // NOTE: the new thread reports its end under mutex_, held here until it is in running_.
-    std::thread thread([this, &plan, &sleeper, resume = std::move(resume)] {
-      resume(perform(plan, sleeper));  // `plan` lives with the caller until resume() ran
+    std::thread thread([this, &plan, &sleeper, tag, resume = std::move(resume)] {
+      resume(perform(plan, sleeper, tag));  // `plan` lives with the caller until resume() ran
       std::lock_guard done(mutex_);
       finished_.push_back(std::this_thread::get_id());
       changed_.notify_one();

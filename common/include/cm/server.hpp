@@ -11,6 +11,8 @@
 
 namespace cm {
 
+class Trace;
+
 /// How an async model waits for a `Wait` plan.
 enum class WaitMode {
   timer,  ///< a real timer; the loop goes on serving others (the default)
@@ -54,6 +56,9 @@ struct ServerOptions {
   /// A deliberate bug for an exercise (off by default). It lives in the shared core (Session),
   /// so every model has it without a line of model code.
   TeachingBug teaching_bug = TeachingBug::none;
+  /// --trace: where the core records what each request does, on which thread (cm/trace.hpp).
+  /// Null, the default, records nothing. Owned by the caller; it must outlive the server.
+  Trace* trace = nullptr;
 };
 
 /// The default for ServerOptions::threads in an async model: the CPUs this process may run on.

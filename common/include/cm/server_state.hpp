@@ -42,13 +42,17 @@ struct ServerState {
   CallThreads call_threads;          ///< --offload thread: a thread per call, joined off the loops
   std::atomic<std::size_t> open{0};  ///< connections held, over every loop
   /// Drain, the requests in flight, and the teaching bug (off unless --teaching-bug shared-delay).
-  SessionShared sessions{.shared_delay_bug = options.teaching_bug == TeachingBug::shared_delay};
+  SessionShared sessions{.shared_delay_bug = options.teaching_bug == TeachingBug::shared_delay,
+                         .trace = options.trace};
   /// Whether drain() began: a connection that waits for a request is closed, not kept.
   bool draining() const { return sessions.draining.load(std::memory_order_acquire); }
 
-  /// Where this plan's step runs under the server's --wait-mode and --offload.
-  Venue venue(const Plan& plan) const {
-    return cm::venue(plan, options.wait_mode, options.offload);
+  /// Where this plan's step runs under the server's --wait-mode and --offload (with --trace, a
+  /// step handed away opens a span of the connection `tag`: cm::trace_venue).
+  Venue venue(const Plan& plan, Tag tag = {}) const {
+    const Venue where = cm::venue(plan, options.wait_mode, options.offload);
+    trace_venue(where, tag);
+    return where;
   }
   /// The Session of a connection accepted at `now`.
   Session session(Moment now) { return Session(name, options.header_timeout, now, &sessions); }

@@ -28,6 +28,7 @@
 #include "cm/request_parser.hpp"
 #include "cm/response.hpp"
 #include "cm/routes.hpp"
+#include "cm/trace.hpp"
 
 namespace cm {
 
@@ -55,6 +56,9 @@ struct SessionShared {
   /// state belongs to the request, never to the server: this is what breaking that rule looks like.
   bool shared_delay_bug = false;
   std::atomic<std::int64_t> last_delay_ms{0};  ///< written only when shared_delay_bug is set
+
+  /// cm-server --trace: where every session records its connection's events (null: none).
+  Trace* trace = nullptr;
 };
 
 class Session {
@@ -92,11 +96,17 @@ class Session {
   bool backlogged() const { return pending_.size() - parsed_ >= max_held_bytes; }
   /// The Server header this session writes.
   std::string_view server_name() const { return server_name_; }
+  /// This connection in the server's trace (empty without --trace): what a model passes to the
+  /// calls that run or hand away a step (venue, perform, CallThreads::start).
+  Tag tag() const { return tag_; }
 
  private:
   bool has_partial_request() const;
   std::optional<Plan> refuse(Reply reply);
   Plan give(Plan plan);  // counts the request in flight
+  std::optional<Plan> next_plan();
+  void compose_reply(const Reply& reply, std::string& out, Moment now);
+  void trace_plan(const Plan& plan, Trace::Clock::time_point parse_start);
 
   std::string_view server_name_;
   SessionShared* shared_;
@@ -115,6 +125,9 @@ class Session {
 
   // The request being answered is a Wait (/delay): the one reply the teaching bug rewrites.
   bool answering_wait_ = false;
+
+  Tag tag_;                   // with --trace: this connection's id in the trace
+  std::string request_line_;  // with --trace: "GET /delay/100" of the request being answered
 };
 
 }  // namespace cm

@@ -10,12 +10,14 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "cm/routes.hpp"
 #include "cm/server.hpp"
+#include "cm/trace.hpp"
 
 namespace cm {
 
@@ -31,6 +33,14 @@ enum class Venue {
 /// pool (loop with --offload inline); Compute and Now -> the loop; --offload pool and thread send
 /// Block, Compute and Now there. An interim reply (100 Continue) always stays on the loop.
 Venue venue(const Plan& plan, WaitMode wait_mode, Offload offload) noexcept;
+
+/// With --trace, a step handed away from the serving thread opens a span of its connection: "on a
+/// timer", "on the pool", "on a new thread"; the reply ends it. A step run where it is (the loop,
+/// a blocking worker) opens none: perform() marks the thread it holds instead.
+void trace_venue(Venue venue, Tag tag);
+
+/// "wait 100 ms", "block 100 ms", "cpu 2000 us", "reply 200": a step as a trace names it.
+std::string step_name(const Plan& plan);
 
 /// How the work of a step ended.
 enum class Outcome {
@@ -65,8 +75,8 @@ class Sleeper {
 
 /// Does, on the calling thread, the work a step needs before its reply: a Wait or a Block sleeps
 /// through `sleeper`, a Compute burns CPU, a Now does nothing. `done`, or `stopped` if a sleep was
-/// interrupted.
-Outcome perform(const Plan& plan, Sleeper& sleeper);
+/// interrupted. With a `tag` (--trace), the work is an event on the calling thread.
+Outcome perform(const Plan& plan, Sleeper& sleeper, Tag tag = {});
 
 /// Admission to an offload pool: at most `capacity` jobs running or queued; the next one is
 /// refused (and answered 503 with Retry-After). Thread-safe.
@@ -128,7 +138,7 @@ class CallThreads {
   /// that hands the request back to its own loop (asio::post, uv_async_send, the ring's post).
   /// After `resume` the thread touches nothing of the caller's. Returns false, and calls nothing,
   /// if the system refuses a thread (the caller answers as a refused offload: 503).
-  bool start(const Plan& plan, Sleeper& sleeper, std::function<void(Outcome)> resume);
+  bool start(const Plan& plan, Sleeper& sleeper, Tag tag, std::function<void(Outcome)> resume);
   /// Returns once every thread started has finished and been joined, and the reaper too.
   void join_all();
   /// Threads started and not yet joined.
