@@ -107,12 +107,12 @@ awaitable<Outcome> wait(const Wait& step, Connection& c) {
 // [wait-asio_coro]
 
 /// The step's work on this loop's thread.
-awaitable<Outcome> here(const Plan& plan, Sleeper& s) { co_return perform(plan, s); }
+awaitable<Outcome> here(const Plan& plan, Sleeper& s, Tag tag) { co_return perform(plan, s, tag); }
 
 // [offload-asio_coro]
 /// The step's work on the asio::thread_pool, its outcome posted to this loop when the call ends
 /// (co_spawn would queue it on the pool first, behind later calls). A full pool is refused (503).
-awaitable<Outcome> on_pool(const Plan& plan, Loop& loop) {
+awaitable<Outcome> on_pool(const Plan& plan, Loop& loop, Tag tag) {
   const auto ticket = loop.state.admission.enter();
   if (!ticket) co_return Outcome::refused;
   // NOTE: `plan` lives in serve_connection's frame, suspended here until `resume` runs; `back`
@@ -120,8 +120,8 @@ awaitable<Outcome> on_pool(const Plan& plan, Loop& loop) {
   co_return co_await asio::async_initiate<decltype(use_awaitable), void(Outcome)>(
       [&](auto resume) {
         auto back = asio::prefer(loop.io.get_executor(), asio::execution::outstanding_work.tracked);
-        asio::post(loop.pool, [&plan, &loop, back, resume = std::move(resume)]() mutable {
-          asio::post(back, [o = perform(plan, loop.state.sleeper),
+        asio::post(loop.pool, [&plan, &loop, tag, back, resume = std::move(resume)]() mutable {
+          asio::post(back, [o = perform(plan, loop.state.sleeper, tag),
                             r = std::move(resume)]() mutable { std::move(r)(o); });
         });
       },
@@ -132,13 +132,13 @@ awaitable<Outcome> on_pool(const Plan& plan, Loop& loop) {
 /// The step's work on a new thread (cm::CallThreads), resumed on this io_context by a post. The
 /// coroutine waits on a timer that never expires, used as a one-shot event: the posted handler
 /// records the outcome and cancels it.
-awaitable<Outcome> on_new_thread(const Plan& plan, Loop& loop) {
+awaitable<Outcome> on_new_thread(const Plan& plan, Loop& loop, Tag tag) {
   Timer finished(loop.io.get_executor(), Timer::time_point::max());
   std::optional<Outcome> outcome;
   // NOTE: the thread refers to this frame through the handler it posts, and the frame cannot end
   // before that handler ran: it waits for `outcome`. stop() does not cancel `finished` (close()
   // knows only c.timer), so the pending wait keeps the loop's run() going until the post.
-  const bool started = loop.state.call_threads.start(plan, loop.state.sleeper, [&](Outcome o) {
+  const bool started = loop.state.call_threads.start(plan, loop.state.sleeper, tag, [&](Outcome o) {
     asio::post(loop.io, [&, o] { outcome = o, finished.cancel(); });
   });
   if (!started) co_return Outcome::refused;
@@ -149,16 +149,16 @@ awaitable<Outcome> on_new_thread(const Plan& plan, Loop& loop) {
 
 /// Executes a plan's step where cm::venue() says. Not a coroutine itself: it picks which coroutine
 /// the caller awaits, and everything they reference lives in the caller's frame.
-awaitable<Outcome> execute(const Plan& plan, Connection& c, Loop& loop) {
+awaitable<Outcome> execute(const Plan& plan, Connection& c, Loop& loop, Tag tag) {
   // [plan-visit-asio_coro]
-  switch (loop.state.venue(plan)) {
-    case Venue::timer: return wait(std::get<Wait>(plan), c);  // a timer in the io_context
-    case Venue::loop: return here(plan, loop.state.sleeper);  // on this loop's thread
-    case Venue::pool: return on_pool(plan, loop);             // asio::thread_pool, then back
-    case Venue::thread: return on_new_thread(plan, loop);     // a thread, posted back
+  switch (loop.state.venue(plan, tag)) {
+    case Venue::timer: return wait(std::get<Wait>(plan), c);       // a timer in the io_context
+    case Venue::loop: return here(plan, loop.state.sleeper, tag);  // on this loop's thread
+    case Venue::pool: return on_pool(plan, loop, tag);             // asio::thread_pool, then back
+    case Venue::thread: return on_new_thread(plan, loop, tag);     // a thread, posted back
   }
   // [plan-visit-asio_coro]
-  return here(plan, loop.state.sleeper);
+  return here(plan, loop.state.sleeper, tag);
 }
 
 }  // namespace
@@ -227,7 +227,7 @@ awaitable<void> serve_connection(Connection c, Loop& loop) {
   Session session = loop.state.session(Moment::now());
   for (;;) {
     while (auto plan = session.next()) {
-      const Outcome outcome = co_await execute(*plan, c, loop);
+      const Outcome outcome = co_await execute(*plan, c, loop, session.tag());
       if (outcome == Outcome::stopped || loop.stopping) co_return;
       if (!co_await respond(c, loop, session, reply_for(*plan, outcome))) co_return;
     }

@@ -42,8 +42,8 @@ bool send_all(int fd, std::string_view bytes) {
 
 /// Runs a plan's step on this thread, whatever it is: there is nowhere else to run it.
 // [plan-visit-blocking]
-Outcome execute(const Plan& plan, ServerState& state) {
-  return perform(plan, state.sleeper);  // Wait and Block sleep the worker: it serves nobody else
+Outcome execute(const Plan& plan, ServerState& state, Tag tag) {
+  return perform(plan, state.sleeper, tag);  // Wait and Block sleep the worker: it serves nobody else
 }
 // [plan-visit-blocking]
 
@@ -58,7 +58,7 @@ void serve_connection(int fd, ServerState& state) {
 
   for (;;) {
     while (auto plan = session.next()) {
-      const Outcome outcome = execute(*plan, state);
+      const Outcome outcome = execute(*plan, state, session.tag());
       if (outcome == Outcome::stopped) return;
       out.clear();
       session.write_reply(reply_for(*plan, outcome), out, Moment::now());

@@ -224,7 +224,7 @@ struct ViaCallThread {
   const cm::Plan& plan;
   bool await_ready() const noexcept { return false; }
   bool await_suspend(std::coroutine_handle<> waiter) {
-    return threads.start(plan, sleeper, [this, waiter](cm::Outcome) { ring.post(waiter); });
+    return threads.start(plan, sleeper, {}, [this, waiter](cm::Outcome) { ring.post(waiter); });
   }
   void await_resume() const noexcept {}
 };

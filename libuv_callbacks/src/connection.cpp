@@ -96,9 +96,9 @@ void Connection::serve() {
 // Runs the step where cm::venue() says; nothing blocks the loop unless the options ask for it.
 // [plan-visit-libuv_callbacks]
 bool Connection::execute() {  // true: done now, outcome_ says how
-  switch (loop_.state.venue(plan_)) {
+  switch (loop_.state.venue(plan_, session_.tag())) {
     case Venue::timer: return wait(std::get<Wait>(plan_).duration);  // a uv_timer_t in here
-    case Venue::loop: return outcome_ = perform(plan_, loop_.state.sleeper), true;  // right here
+    case Venue::loop: return outcome_ = perform(plan_, loop_.state.sleeper, session_.tag()), true;
     case Venue::pool: return queue_work();      // uv_queue_work; back on the loop when done
     case Venue::thread: return start_thread();  // a call thread; back through back_
   }
@@ -125,7 +125,7 @@ bool Connection::queue_work() {
   if (!ticket_) return outcome_ = Outcome::refused, true;  // the pool is full: 503
   away_ = Away::pool;
   auto work = [](uv_work_t* w) {  // on a pool thread; the loop does not touch plan_ meanwhile
-    of(w)->outcome_ = perform(of(w)->plan_, of(w)->loop_.state.sleeper);
+    of(w)->outcome_ = perform(of(w)->plan_, of(w)->loop_.state.sleeper, of(w)->session_.tag());
   };
   auto done = [](uv_work_t* w, int status) {  // back on the loop; UV_ECANCELED: stop() came
     of(w)->ticket_.reset();
@@ -144,7 +144,8 @@ bool Connection::start_thread() {
   // NOTE: the thread reads plan_, stores outcome_, uv_async_send()s; close() waits while away_.
   away_ = Away::thread;
   auto post_back = [this](Outcome o) { outcome_ = o, uv_async_send(&back_); };
-  if (loop_.state.call_threads.start(plan_, loop_.state.sleeper, post_back)) return false;
+  if (loop_.state.call_threads.start(plan_, loop_.state.sleeper, session_.tag(), post_back))
+    return false;
   away_ = Away::no;
   return outcome_ = Outcome::refused, true;  // no thread to be had: 503
 }

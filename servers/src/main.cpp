@@ -8,7 +8,8 @@
 // which calls Server::drain() (stop accepting, close idle connections, answer what is in flight
 // with Connection: close), waits up to --drain-ms for every connection to close, then stops.
 // A second signal stops at once. Exit status 0, or 3 when requests were cut (one line says how
-// many).
+// many). With --trace FILE, what each request did, on which thread, is written to FILE then
+// (Chrome trace-event JSON, cm/trace.hpp; harness/trace-scene draws it).
 
 #include <CLI/CLI.hpp>
 
@@ -16,10 +17,12 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <system_error>
 
 #include "cm/registry.hpp"
 #include "cm/signals.hpp"
+#include "cm/trace.hpp"
 
 namespace {
 
@@ -43,6 +46,16 @@ int drain_then_stop(cm::Server& server, const cm::StopSignals& signals,
   std::fprintf(stderr, "cm-server: stopped by %s with %zu request(s) unanswered\n",
                second_signal ? "a second signal" : "the drain deadline", cut);
   return 3;
+}
+
+/// Writes the trace to its file and says where, with what was dropped; false if it failed.
+bool write_trace(const cm::Trace& trace, std::ofstream& out, const std::string& path,
+                 const std::string& process) {
+  trace.write_json(out, process);
+  out.close();
+  std::fprintf(stderr, "cm-server: trace of %zu events (%zu dropped) written to %s%s\n",
+               trace.size(), trace.dropped(), path.c_str(), out ? "" : " -- FAILED");
+  return static_cast<bool>(out);
 }
 
 }  // namespace
@@ -115,6 +128,11 @@ int main(int argc, char** argv) {
                  "after SIGINT/SIGTERM, how long in-flight requests may take to be answered")
       ->capture_default_str();
   app.add_option("--port-file", port_file, "write the bound port to this file once listening");
+  std::string trace_file;
+  app.add_option("--trace", trace_file,
+                 "record what each request does, on which thread, and write it to this file at "
+                 "the stop (Chrome trace-event JSON: open it in Perfetto or chrome://tracing); "
+                 "for small scenes, not for load");
   CLI11_PARSE(app, argc, argv);
   options.header_timeout = std::chrono::milliseconds(header_timeout_ms);
   options.write_timeout = std::chrono::milliseconds(write_timeout_ms);
@@ -132,6 +150,18 @@ int main(int argc, char** argv) {
   if (model.empty()) {
     std::fprintf(stderr, "cm-server: --model is required (see --list-models)\n");
     return 2;
+  }
+
+  std::unique_ptr<cm::Trace> trace;
+  std::ofstream trace_out;
+  if (!trace_file.empty()) {  // opened now, so that a path it cannot write fails before serving
+    trace_out.open(trace_file);
+    if (!trace_out) {
+      std::fprintf(stderr, "cm-server: cannot write the trace to %s\n", trace_file.c_str());
+      return 2;
+    }
+    trace = std::make_unique<cm::Trace>();
+    options.trace = trace.get();
   }
 
   try {
@@ -152,7 +182,10 @@ int main(int argc, char** argv) {
     const int sig = signals.wait();
     std::fprintf(stderr, "cm-server: %s, draining (up to %u ms; a second signal stops at once)\n",
                  sig == SIGINT ? "SIGINT" : "SIGTERM", drain_ms);
-    return drain_then_stop(*server, signals, std::chrono::milliseconds(drain_ms));
+    const int status = drain_then_stop(*server, signals, std::chrono::milliseconds(drain_ms));
+    server.reset();  // every thread joined, every session gone: the trace is complete
+    if (trace && !write_trace(*trace, trace_out, trace_file, "cm-server " + model)) return 1;
+    return status;
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "cm-server: %s\n", e.what());
     return 2;

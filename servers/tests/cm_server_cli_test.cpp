@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <iterator>
 #include <regex>
 #include <string>
 #include <vector>
@@ -146,6 +148,30 @@ bool refused(std::uint16_t port) {
   } catch (const std::system_error&) {
     return true;
   }
+}
+
+// --trace FILE: what each request did, written when the server stops (its contents and threads:
+// trace_test.cpp); a path it cannot write is refused before it serves anything.
+TEST(CmServer, TraceIsWrittenAtTheStopAndAPathItCannotWriteIsOneClearLine) {
+  const std::string path = ::testing::TempDir() + "cm_server_trace.json";
+  Child child({"--model", "blocking", "--port", "0", "--trace", path});
+  const std::uint16_t port = port_of(child);
+  ASSERT_NE(port, 0);
+  const auto r = get(port, "/plaintext");
+  EXPECT_TRUE(r && r->status == 200);
+  ASSERT_EQ(::kill(child.pid, SIGTERM), 0);
+  EXPECT_EQ(child.wait(), 0);
+  EXPECT_NE(Child::read_all(child.err).find("written to " + path), std::string::npos);
+  std::ifstream file(path);
+  const std::string trace((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(trace.find("\"traceEvents\""), std::string::npos) << trace;
+  EXPECT_NE(trace.find("\"GET /plaintext\""), std::string::npos) << trace;
+
+  Child nowhere({"--model", "blocking", "--port", "0", "--trace", "/nonexistent/dir/t.json"});
+  const std::string err = Child::read_all(nowhere.err);
+  EXPECT_EQ(nowhere.wait(), 2);
+  EXPECT_NE(err.find("cannot write the trace to /nonexistent/dir/t.json"), std::string::npos)
+      << err;
 }
 
 class Drain : public ::testing::TestWithParam<std::tuple<std::string, int>> {

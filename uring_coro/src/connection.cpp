@@ -62,14 +62,16 @@ Task<Outcome> timer(uring::Ring& ring, std::chrono::milliseconds duration) {
 }
 
 /// The step's work on the ring's own thread.
-Task<Outcome> here(const Plan& plan, Sleeper& sleeper) { co_return perform(plan, sleeper); }
+Task<Outcome> here(const Plan& plan, Sleeper& sleeper, Tag tag) {
+  co_return perform(plan, sleeper, tag);
+}
 
 /// The step's work on a worker of the pool; the coroutine comes back on this ring (its eventfd).
-Task<Outcome> on_pool(Context& context, const Plan& plan) {
+Task<Outcome> on_pool(Context& context, const Plan& plan, Tag tag) {
   const auto ticket = context.state.admission.enter();
   if (!ticket) co_return Outcome::refused;
   Outcome outcome = Outcome::stopped;
-  co_await context.pool.run(context.ring, [&] { outcome = perform(plan, context.state.sleeper); });
+  co_await context.pool.run(context.ring, [&] { outcome = perform(plan, context.state.sleeper, tag); });
   co_return outcome;
 }
 
@@ -78,31 +80,32 @@ Task<Outcome> on_pool(Context& context, const Plan& plan) {
 struct OnNewThread {
   Context& context;
   const Plan& plan;
+  Tag tag;
   Outcome outcome = Outcome::refused;  // NOTE: written by the thread before its post
   bool await_ready() const noexcept { return false; }
   bool await_suspend(std::coroutine_handle<> waiter) {
-    return context.state.call_threads.start(plan, context.state.sleeper, [this, waiter](Outcome o) {
+    return context.state.call_threads.start(plan, context.state.sleeper, tag, [this, waiter](Outcome o) {
       outcome = o;
       context.ring.post(waiter);
     });
   }
   Outcome await_resume() const noexcept { return outcome; }
 };
-Task<Outcome> on_new_thread(Context& context, const Plan& plan) {
-  co_return co_await OnNewThread{context, plan};
+Task<Outcome> on_new_thread(Context& context, const Plan& plan, Tag tag) {
+  co_return co_await OnNewThread{context, plan, tag};
 }
 
 /// Executes a plan's step where cm::venue() says. Not a coroutine itself: it only picks which
 /// coroutine to start. NOTE: `plan` lives in converse()'s frame, which awaits the task at once.
 // [plan-visit-uring_coro]
-Task<Outcome> execute(Context& context, const Plan& plan) {
-  switch (context.state.venue(plan)) {
+Task<Outcome> execute(Context& context, const Plan& plan, Tag tag) {
+  switch (context.state.venue(plan, tag)) {
     case Venue::timer: return timer(context.ring, std::get<Wait>(plan).duration);  // a timeout SQE
-    case Venue::loop: return here(plan, context.state.sleeper);  // on this ring's thread
-    case Venue::pool: return on_pool(context, plan);             // the pool, posted back
-    case Venue::thread: return on_new_thread(context, plan);     // a thread, posted back
+    case Venue::loop: return here(plan, context.state.sleeper, tag);  // on this ring's thread
+    case Venue::pool: return on_pool(context, plan, tag);             // the pool, posted back
+    case Venue::thread: return on_new_thread(context, plan, tag);     // a thread, posted back
   }
-  return here(plan, context.state.sleeper);
+  return here(plan, context.state.sleeper, tag);
 }
 // [plan-visit-uring_coro]
 
@@ -114,7 +117,7 @@ Task<void> converse(Context& context, int fd) {
 
   for (;;) {
     while (auto plan = session.next()) {
-      const Outcome outcome = co_await execute(context, *plan);
+      const Outcome outcome = co_await execute(context, *plan, session.tag());
       if (outcome == Outcome::stopped) co_return;
       out.clear();
       session.write_reply(reply_for(*plan, outcome), out, Moment::now());
