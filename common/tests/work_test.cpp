@@ -87,7 +87,7 @@ TEST(CallThreads, RunTheStepElsewhereThenResumeThroughTheHook) {
   std::condition_variable cv;
   std::optional<Outcome> outcome;
   std::thread::id ran_on;
-  ASSERT_TRUE(threads.start(plan, sleeper, [&](Outcome o) {
+  ASSERT_TRUE(threads.start(plan, sleeper, {}, [&](Outcome o) {
     std::lock_guard lock(m);
     outcome = o;
     ran_on = std::this_thread::get_id();
@@ -109,7 +109,7 @@ TEST(CallThreads, AStoppedSleepEndsStopped) {
   sleeper.interrupt();
   const Plan plan = Block{1h, {}};
   std::atomic<int> outcome{-1};
-  ASSERT_TRUE(threads.start(plan, sleeper, [&](Outcome o) { outcome = static_cast<int>(o); }));
+  ASSERT_TRUE(threads.start(plan, sleeper, {}, [&](Outcome o) { outcome = static_cast<int>(o); }));
   threads.join_all();
   EXPECT_EQ(outcome.load(), static_cast<int>(Outcome::stopped));
 }
