@@ -43,7 +43,7 @@ bool send_all(int fd, std::string_view bytes) {
 /// Runs a plan's step on this thread, whatever it is: there is nowhere else to run it.
 // [plan-visit-blocking]
 Outcome execute(const Plan& plan, ServerState& state, Tag tag) {
-  return perform(plan, state.sleeper, tag);  // Wait and Block sleep the worker: it serves nobody else
+  return perform(plan, state.sleeper, tag);  // a Wait or a Block sleeps the worker: nobody else
 }
 // [plan-visit-blocking]
 

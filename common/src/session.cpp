@@ -93,7 +93,8 @@ std::optional<Plan> Session::next() {
 
 void Session::trace_plan(const Plan& plan, Trace::Clock::time_point parse_start) {
   tag_.trace->complete(tag_.conn, "parse", parse_start);
-  tag_.trace->begin(tag_.conn, interim_ ? "100 Continue" : request_line_, "\"plan\":" + json_string(step_name(plan)));
+  tag_.trace->begin(tag_.conn, interim_ ? "100 Continue" : request_line_,
+                    "\"plan\":" + json_string(step_name(plan)));
 }
 
 std::optional<Plan> Session::next_plan() {
@@ -150,9 +151,9 @@ void Session::write_reply(const Reply& reply, std::string& out, Moment now) {
   compose_reply(reply, out, now);
   if (!tag_) return;
   tag_.trace->end_all(tag_.conn);  // the request, and its step if one was handed away
-  tag_.trace->instant(tag_.conn, "write",
-                      "\"status\":" + std::to_string(status) +
-                          ",\"bytes\":" + std::to_string(out.size() - before));
+  tag_.trace->instant(
+      tag_.conn, "write",
+      "\"status\":" + std::to_string(status) + ",\"bytes\":" + std::to_string(out.size() - before));
 }
 
 void Session::compose_reply(const Reply& reply, std::string& out, Moment now) {

@@ -109,7 +109,8 @@ std::size_t Trace::dropped() const {
 void Trace::write_json(std::ostream& out, std::string_view process) const {
   std::lock_guard lock(mutex_);
   out << "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"process\":" << json_string(process)
-      << ",\"events\":" << events_.size() << ",\"dropped\":" << dropped_ << "},\n\"traceEvents\":[\n";
+      << ",\"events\":" << events_.size() << ",\"dropped\":" << dropped_
+      << "},\n\"traceEvents\":[\n";
   out << "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"tid\":0,\"args\":{\"name\":"
       << json_string(process) << "}}";
   std::map<int, int> threads;  // OS thread id -> its number, in the order it first did something

@@ -38,7 +38,8 @@ std::vector<json> events(const Trace& trace) {
 
 std::vector<std::string> names(const std::vector<json>& events) {
   std::vector<std::string> out;
-  for (const json& e : events) out.push_back(e["name"].get<std::string>() + "/" + e["ph"].get<std::string>());
+  for (const json& e : events)
+    out.push_back(e["name"].get<std::string>() + "/" + e["ph"].get<std::string>());
   return out;
 }
 
@@ -98,7 +99,8 @@ TEST(Trace, AClientsBytesInANameStayValidJson) {
 
 TEST(Trace, PastItsCapacityCountsWhatItDrops) {
   Trace trace(3);
-  for (int i = 0; i < 5; ++i) trace.instant(1, "read");
+  for (int i = 0; i < 5; ++i)
+    trace.instant(1, "read");
   EXPECT_EQ(trace.size(), 3u);
   EXPECT_EQ(trace.dropped(), 2u);
   EXPECT_EQ(parsed(trace)["otherData"]["dropped"], 2);
@@ -119,10 +121,10 @@ TEST(Trace, ASessionRecordsItsRequestFromAcceptToClose) {
     session.write_reply(reply_of(*plan), out, Moment::now());
   }
   const auto all = events(trace);
-  EXPECT_EQ(names(all), (std::vector<std::string>{
-                            "accept/i", "read/i", "parse/X", "GET /delay/5/b",
-                            "on a timer (no thread)/b", "on a timer (no thread)/e",
-                            "GET /delay/5/e", "write/i", "close/i"}));
+  EXPECT_EQ(names(all),
+            (std::vector<std::string>{"accept/i", "read/i", "parse/X", "GET /delay/5/b",
+                                      "on a timer (no thread)/b", "on a timer (no thread)/e",
+                                      "GET /delay/5/e", "write/i", "close/i"}));
   EXPECT_EQ(all[3]["args"]["plan"], "wait 5 ms");
   EXPECT_EQ(all[7]["args"]["status"], 200);
   EXPECT_GT(all[7]["args"]["bytes"].get<int>(), 0);
@@ -137,10 +139,10 @@ TEST(Trace, AConnectionCutBeforeItsReplyEndsItsSpansAtTheClose) {
     ASSERT_TRUE(session.next());
     trace_venue(Venue::pool, session.tag());
   }
-  EXPECT_EQ(names(events(trace)),
-            (std::vector<std::string>{"accept/i", "read/i", "parse/X", "GET /block/5/b",
-                                      "on the pool/b", "on the pool/e", "GET /block/5/e",
-                                      "close/i"}));
+  EXPECT_EQ(
+      names(events(trace)),
+      (std::vector<std::string>{"accept/i", "read/i", "parse/X", "GET /block/5/b", "on the pool/b",
+                                "on the pool/e", "GET /block/5/e", "close/i"}));
 }
 
 TEST(Trace, ARefusedRequestIsNamedByItsStatus) {

@@ -71,7 +71,8 @@ Task<Outcome> on_pool(Context& context, const Plan& plan, Tag tag) {
   const auto ticket = context.state.admission.enter();
   if (!ticket) co_return Outcome::refused;
   Outcome outcome = Outcome::stopped;
-  co_await context.pool.run(context.ring, [&] { outcome = perform(plan, context.state.sleeper, tag); });
+  co_await context.pool.run(context.ring,
+                            [&] { outcome = perform(plan, context.state.sleeper, tag); });
   co_return outcome;
 }
 
@@ -84,10 +85,11 @@ struct OnNewThread {
   Outcome outcome = Outcome::refused;  // NOTE: written by the thread before its post
   bool await_ready() const noexcept { return false; }
   bool await_suspend(std::coroutine_handle<> waiter) {
-    return context.state.call_threads.start(plan, context.state.sleeper, tag, [this, waiter](Outcome o) {
-      outcome = o;
-      context.ring.post(waiter);
-    });
+    return context.state.call_threads.start(plan, context.state.sleeper, tag,
+                                            [this, waiter](Outcome o) {
+                                              outcome = o;
+                                              context.ring.post(waiter);
+                                            });
   }
   Outcome await_resume() const noexcept { return outcome; }
 };

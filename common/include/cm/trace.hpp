@@ -69,13 +69,13 @@ class Trace {
 
  private:
   struct Event {
-    char phase;             ///< 'i', 'X', 'b', 'e'
-    std::int64_t ts_ns;     ///< since the trace began
-    std::int64_t dur_ns;    ///< 'X' only
-    int tid;                ///< the OS thread id
+    char phase;           ///< 'i', 'X', 'b', 'e'
+    std::int64_t ts_ns;   ///< since the trace began
+    std::int64_t dur_ns;  ///< 'X' only
+    int tid;              ///< the OS thread id
     std::uint64_t conn;
     std::string name;
-    std::string args;       ///< members of the args object, conn apart
+    std::string args;  ///< members of the args object, conn apart
   };
   void add(Event event);
   std::int64_t since_start(Clock::time_point t) const;
