@@ -3,8 +3,9 @@
 // no handle, whatever its requests were doing, in every --offload mode.
 //
 // libuv's thread pool is process-wide and sized once per process by the first server started
-// (server.cpp, size_thread_pool), so every server here asks for the same 2 pool threads: then the
-// pool has 2 threads whichever test runs first, and a third /block is queued, not running.
+// (server.cpp: add_loop sets UV_THREADPOOL_SIZE once), so every server here asks for the same 2
+// pool threads: then the pool has 2 threads whichever test runs first, and a third /block is
+// queued, not running.
 //
 // Nothing here asserts a speed: only orderings and the spec's lower bounds.
 

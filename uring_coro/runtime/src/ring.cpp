@@ -115,7 +115,7 @@ void Ring::run_once() {
   // NOTE: latency. Completions reach the CQ only here (DEFER_TASKRUN): a turn is what was ready
   // when it waited, as with epoll. Posted as they happened, a turn lasted while they kept coming:
   // 4,000 connections on /delay/100 in turns of 80 ms, due timers queued behind them, replies
-  // 10-20 ms late (docs/models/uring_coro.md, "Answering on time").
+  // 10-20 ms late (docs/models/uring_coro.md, "Pitfalls": a turn that never ends).
   submit(1);
   io_uring_cqe* cqe = nullptr;
   while (io_uring_peek_cqe(&ring_, &cqe) == 0) {
