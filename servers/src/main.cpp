@@ -99,7 +99,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(wait_modes))
       ->capture_default_str();
   app.add_option("--offload", offload,
-                 "where an async model runs /block and /cpu: standard, inline, pool, thread")
+                 "where an async model runs a step: standard (/block on the pool, the rest on "
+                 "the loop), inline (all on the loop), pool or thread (all but a /delay there)")
       ->check(CLI::IsMember(offloads))
       ->capture_default_str();
   const std::map<std::string, cm::TeachingBug> teaching_bugs{
