@@ -16,6 +16,7 @@ row claim more than its ceiling? (Criterion.rs's comparison with a saved baselin
     cm-price compare A B      two runs' results.json: does every claim's interval overlap, and
                               does either run reverse an ordering the other claims?
     cm-price reruns [PROFILE] each results.md's "Reruns of this code" again, from its records
+    cm-price render [PROFILE] each results.md again, from its results.json and records
 """
 
 import glob
@@ -298,7 +299,29 @@ def reruns(argv):
     return 0
 
 
+def render(argv, root=None):
+    """cm-price render [PROFILE...]: each profile's results.md written again from its results.json
+    and verifications.json (its charts as they are) -- after a change to how the page is written,
+    never to what was measured. Every profile with a results.json by default."""
+    from . import report, results
+    base = os.path.join(root or ROOT, "results")
+    names = argv or sorted(n for n in os.listdir(base)
+                           if os.path.exists(os.path.join(base, n, "results.json"))
+                           and os.path.exists(os.path.join(base, n, "machine.json")))
+    for name in names:
+        folder = os.path.join(base, name)
+        with open(os.path.join(folder, "results.json")) as f:
+            doc = json.load(f)
+        with open(os.path.join(folder, "results.md"), "w") as f:
+            f.write(report.markdown(doc, results.charts_in(folder)))
+        write_reruns(folder, doc, read_records(folder))
+        print(f"results/{name}/results.md: written again from its results.json")
+    return 0
+
+
 def main(mode, argv, run_profile, profile_from_settings, parse_args):
+    if mode == "render":
+        return render(argv)
     if mode == "check":
         return check(argv)
     if mode == "reruns":

@@ -160,6 +160,25 @@ class Verify(unittest.TestCase):
         self.assertIn("| u | 0.500 [0.450 0.550] | 2: 1.500, 0.400 | [0.380 1.600] |", text)
         self.assertNotIn("| v |", text)
 
+    def test_render_writes_results_md_again_from_results_json_keeping_its_reruns(self):
+        runner = FakeRunner(model_rps=[100e3] * 6, nginx_rps=[50e3] * 6, delay_rps=[15e3] * 6)
+        doc = document(runner)
+        with tempfile.TemporaryDirectory() as root:
+            folder = os.path.join(root, "results", "t")
+            os.makedirs(folder)
+            for name, content in (("results.json", doc), ("machine.json", {})):
+                with open(os.path.join(folder, name), "w") as f:
+                    json.dump(content, f)
+            with open(os.path.join(folder, "results.md"), "w") as f:
+                f.write("# stale\n")
+            verify.append_record(folder, {"results_started_utc": "s", "provenance": {"trees": {}},
+                                          "claims": []})
+            self.assertEqual(verify.render([], root=root), 0)
+            with open(os.path.join(folder, "results.md")) as f:
+                text = f.read()
+        self.assertEqual(text, report.markdown(doc, []).rstrip("\n") + "\n")
+        self.assertNotIn("stale", text)
+
     def test_a_verdict_names_the_row_it_judges(self):
         """docs/tools/freshness.py covers a figure by its own row's verdict."""
         was = dict(self.claim("a", 1.0, 0.98, 1.02), label="m (pool)", row="block 1 64")
