@@ -3,6 +3,7 @@
 #include "fairness.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace cm::load {
 
@@ -21,24 +22,29 @@ double jain_index(std::span<const std::uint64_t> x) {
 
 Fairness fairness(std::span<const SlotTally> slots, std::int64_t window_start_ns,
                   std::int64_t window_end_ns) {
-  Fairness f;
   std::vector<std::uint64_t> counts;
   std::int64_t max_gap_ns = 0;
   for (const SlotTally& s : slots) {
     if (!s.open_in_window) continue;
     counts.push_back(s.answers);
-    if (s.answers == 0) ++f.starved;
     const std::int64_t tail = window_end_ns - (s.answers ? s.last_answer_ns : window_start_ns);
     max_gap_ns = std::max({max_gap_ns, s.max_gap_ns, tail});
   }
-  f.connections = static_cast<unsigned>(counts.size());
-  if (counts.empty()) return f;
-  f.jain = jain_index(counts);
-  f.max_gap_ms = static_cast<double>(max_gap_ns) / 1e6;
-  std::sort(counts.begin(), counts.end());
-  f.answers_min = counts.front();
-  f.answers_p50 = counts[(counts.size() + 1) / 2 - 1];  // nearest rank: ceil(n / 2)-th
-  f.answers_max = counts.back();
+  return fairness_of(std::move(counts), static_cast<double>(max_gap_ns) / 1e6);
+}
+
+Fairness fairness_of(std::vector<std::uint64_t> answers, double max_gap_ms) {
+  Fairness f;
+  f.connections = static_cast<unsigned>(answers.size());
+  if (answers.empty()) return f;
+  f.starved = static_cast<unsigned>(std::count(answers.begin(), answers.end(), 0u));
+  f.jain = jain_index(answers);
+  f.max_gap_ms = max_gap_ms;
+  std::sort(answers.begin(), answers.end());
+  f.answers_min = answers.front();
+  f.answers_p50 = answers[(answers.size() + 1) / 2 - 1];  // nearest rank: ceil(n / 2)-th
+  f.answers_max = answers.back();
+  f.answers = std::move(answers);
   return f;
 }
 

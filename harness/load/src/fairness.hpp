@@ -43,6 +43,9 @@ struct Fairness {
   std::uint64_t answers_min = 0;  ///< answers per connection: the fewest,
   std::uint64_t answers_p50 = 0;  ///< the median (nearest rank: the lower middle for even n),
   std::uint64_t answers_max = 0;  ///< and the most
+  /// Every judged slot's answers, in ascending order: what `cm-load merge` computes the figures of
+  /// several runs from.
+  std::vector<std::uint64_t> answers;
 };
 
 /// Jain's fairness index, (sum x)^2 / (n * sum x^2): 1 when every x is equal, k/n when k of the n
@@ -55,5 +58,10 @@ double jain_index(std::span<const std::uint64_t> x);
 /// to the window's end, so a starved slot's gap is the whole window.
 Fairness fairness(std::span<const SlotTally> slots, std::int64_t window_start_ns,
                   std::int64_t window_end_ns);
+
+/// The figures of the judged slots' answer counts and the longest gap among them: the second half
+/// of fairness(), and all of `cm-load merge`'s (from the runs' counts and the longest of their
+/// gaps).
+Fairness fairness_of(std::vector<std::uint64_t> answers, double max_gap_ms);
 
 }  // namespace cm::load

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <stdexcept>
 
 namespace cm::load {
 namespace {
@@ -56,6 +57,27 @@ void Histogram::merge(const Histogram& other) noexcept {
   min_ = std::min(min_, other.min_);
   max_ = std::max(max_, other.max_);
   sum_ += other.sum_;
+}
+
+std::vector<std::pair<std::size_t, std::uint64_t>> Histogram::buckets() const {
+  std::vector<std::pair<std::size_t, std::uint64_t>> out;
+  for (std::size_t b = 0; b < kBuckets; ++b)
+    if (counts_[b]) out.emplace_back(b, counts_[b]);
+  return out;
+}
+
+std::size_t Histogram::bucket_count() noexcept { return kBuckets; }
+
+Histogram Histogram::from_buckets(const std::vector<std::pair<std::size_t, std::uint64_t>>& buckets,
+                                  std::uint64_t min, std::uint64_t max, long double sum) {
+  Histogram h;
+  for (const auto& [b, n] : buckets) {
+    if (b >= kBuckets) throw std::invalid_argument("a histogram bucket this layout does not have");
+    h.counts_[b] += n;
+    h.count_ += n;
+  }
+  if (h.count_) h.min_ = min, h.max_ = max, h.sum_ = sum;
+  return h;
 }
 
 double Histogram::mean() const noexcept {

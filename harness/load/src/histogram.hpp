@@ -6,6 +6,7 @@
 /// end.
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace cm::load {
@@ -31,6 +32,18 @@ class Histogram {
   /// The value at quantile `q` in [0, 1]: the smallest bucket holding at least q of the values,
   /// reported as the highest value that bucket can hold (clamped to max()). 0 when empty.
   std::uint64_t percentile(double q) const noexcept;
+
+  /// The buckets that hold a value, as (bucket, count) in bucket order: with min(), max() and
+  /// sum(), all a histogram is, and what cm-load's JSON keeps so that runs can be merged.
+  std::vector<std::pair<std::size_t, std::uint64_t>> buckets() const;
+  /// The sum of the values recorded (exact).
+  long double sum() const noexcept { return sum_; }
+  /// The histogram that buckets(), min(), max() and sum() describe. Throws std::invalid_argument
+  /// for a bucket this layout does not have.
+  static Histogram from_buckets(const std::vector<std::pair<std::size_t, std::uint64_t>>& buckets,
+                                std::uint64_t min, std::uint64_t max, long double sum);
+  /// Buckets of this layout (a JSON of another layout is refused by its size).
+  static std::size_t bucket_count() noexcept;
 
   /// The bucket index of a value, and the highest value of a bucket (exposed for the tests).
   static std::size_t bucket_of(std::uint64_t value_us) noexcept;

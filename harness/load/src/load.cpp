@@ -151,6 +151,12 @@ double check_options(const Options& options, const UrlTemplate& url) {
         "--delay needs a URL holding {ms}, e.g. http://127.0.0.1:8080/delay/{ms}");
   // --stagger spreads the first requests over one delay. A URL without {ms} has no --delay to
   // take it from: rather than guess (or silently not spread), ask for the spread.
+  if (options.rate && !(*options.rate > 0 && *options.rate <= 10'000'000))
+    throw std::invalid_argument("--rate must be above 0 and at most 10000000");
+  if (options.poisson && !options.rate)
+    throw std::invalid_argument("--arrival poisson is the arrivals of --rate: give both");
+  if (options.rate && options.stagger)
+    throw std::invalid_argument("--stagger is for the closed loop; --rate spreads the requests");
   if (options.stagger_ms && !options.stagger)
     throw std::invalid_argument("--stagger-ms is the spread of --stagger: give both");
   if (options.stagger && !options.stagger_ms && !options.delay)
@@ -186,6 +192,8 @@ Target make_target(const Options& options, const UrlTemplate& url, double stagge
   target.stagger = options.stagger;
   target.stagger_ns = std::llround(stagger_ms * 1e6);
   target.connections = options.connections;
+  target.rate = options.rate.value_or(0);
+  target.poisson = options.poisson;
   return target;
 }
 
@@ -311,6 +319,8 @@ Result describe_run(const Options& options, unsigned threads, unsigned sources, 
   result.delay = options.delay;
   result.stagger = options.stagger;
   result.stagger_ms = stagger_ms;
+  result.rate = options.rate.value_or(0);
+  result.poisson = options.poisson;
   result.warmup_s = options.warmup_s;
   result.duration_s = options.duration_s;
   result.connect_s = connect_s;
@@ -361,6 +371,11 @@ Window stagger_warmup_and_window(Loops& loops, Progress& progress, const Target&
   window.end_ns = window.start_ns + static_cast<std::int64_t>(options.duration_s * 1e9);
   loops.shared.window_start_ns.store(window.start_ns);
   loops.shared.window_end_ns.store(window.end_ns);
+  if (target.rate > 0) {  // the open loop's schedule starts now: the warm-up runs at the rate too
+    loops.shared.pace_origin_ns.store(origin, std::memory_order_release);
+    for (const auto& w : loops.workers)
+      w->release_schedule();
+  }
   if (target.stagger) {
     loops.shared.stagger_origin_ns.store(origin, std::memory_order_release);
     for (const auto& w : loops.workers)
@@ -392,6 +407,10 @@ void collect(Result& result, const Loops& loops, const Window& window, const Opt
     result.latency_us.merge(w->latency_us);
     result.overshoot_us.merge(w->overshoot_us);
     result.client_spin_s += static_cast<double>(w->spin_ns_in_window) / 1e9;
+    result.offered += w->offered_in_window;
+    result.late += w->late_in_window;
+    result.backlog_max += w->backlog_max;  // a bound: the workers' peaks need not coincide
+    result.unsent += w->unsent;
   }
   result.fairness = fairness(tallies, window.start_ns, window.end_ns);
   result.spin_us = static_cast<double>(options.spin.count());
@@ -437,9 +456,28 @@ nlohmann::json to_json(const Result& r) {
         {"mean", h.mean()},          {"p50", h.percentile(0.50)},   {"p90", h.percentile(0.90)},
         {"p99", h.percentile(0.99)}, {"p999", h.percentile(0.999)}, {"max", h.max()}};
   };
+  auto buckets = [](const Histogram& h) {  // all of it: what cm-load merge adds up
+    return nlohmann::json{{"layout", Histogram::bucket_count()},
+                          {"buckets", h.buckets()},
+                          {"count", h.count()},
+                          {"min", h.min()},
+                          {"max", h.max()},
+                          {"sum", static_cast<double>(h.sum())}};
+  };
   nlohmann::json failures = nlohmann::json::object();
   for (const auto& [reason, n] : r.connect_failures)
     failures[reason] = n;
+  nlohmann::json open_loop = nullptr;  // a closed loop
+  if (r.rate > 0)
+    open_loop = {{"rate", r.rate},
+                 {"arrival", r.poisson ? "poisson" : "constant"},
+                 {"offered", r.offered},
+                 {"late", r.late},
+                 {"backlog_max", r.backlog_max},
+                 {"unsent", r.unsent},
+                 {"rate_ratio", r.rate_ratio()},
+                 {"valid", r.valid()},
+                 {"latency_from", "intended send time"}};
   nlohmann::json delay = nullptr;
   if (r.delay)
     delay = {{"min", r.delay->min_ms}, {"max", r.delay->max_ms}, {"mean", r.delay->mean()}};
@@ -479,10 +517,16 @@ nlohmann::json to_json(const Result& r) {
         {"max", r.fairness.answers_max}}},
       {"latency_us", histogram(r.latency_us)},
       {"overshoot_us", histogram(r.overshoot_us)},
+      {"histograms",
+       {{"latency_us", buckets(r.latency_us)}, {"overshoot_us", buckets(r.overshoot_us)}}},
+      {"slot_answers", r.fairness.answers},
+      {"window_ns", {{"start", r.window_start_ns}, {"end", r.window_end_ns}}},
+      {"parts", r.parts},
       {"client_cpu_s", r.client_cpu_s},
       {"client_cpu_total_s", r.client_cpu_total_s},
       {"client_spin_s", r.client_spin_s},
       {"spin_us", r.spin_us},
+      {"open_loop", open_loop},
   };
 }
 
@@ -502,6 +546,16 @@ std::string connection_line(const Result& r) {
   return s.str();
 }
 
+std::string open_loop_line(const Result& r) {
+  std::ostringstream s;
+  s << "open loop  rate ratio " << std::fixed << std::setprecision(3) << r.rate_ratio()
+    << " (achieved " << std::setprecision(1) << r.rps() << " of " << r.rate << " rps)   late "
+    << r.late << " of " << r.offered << " (no idle connection when due)   unsent " << r.unsent
+    << "   "
+    << (r.valid() ? "valid" : "INVALID: the server did not keep up (rate ratio below 0.95)");
+  return s.str();
+}
+
 void print_summary(std::ostream& out, const Result& r) {
   auto ms = [](std::uint64_t us) {
     std::ostringstream s;
@@ -514,9 +568,12 @@ void print_summary(std::ostream& out, const Result& r) {
     if (r.delay->max_ms != r.delay->min_ms) out << ":" << r.delay->max_ms;
     out << " ms";
   }
+  if (r.parts > 1) out << "  (" << r.parts << " runs merged)";
   out << "\n  " << r.connections_open << "/" << r.connections_requested << " connections, "
       << r.threads << " threads, ";
-  if (r.stagger)
+  if (r.rate > 0)
+    out << "open loop at " << r.rate << " rps (" << (r.poisson ? "Poisson" : "even") << "), ";
+  else if (r.stagger)
     out << "first requests staggered over " << r.stagger_ms << " ms, ";
   else
     out << "no stagger, ";
@@ -546,6 +603,7 @@ void print_summary(std::ostream& out, const Result& r) {
       << std::setprecision(3) << f.jain << "   max gap " << std::setprecision(1) << f.max_gap_ms
       << " ms   answers per connection min " << f.answers_min << " p50 " << f.answers_p50 << " max "
       << f.answers_max << "\n";
+  if (r.rate > 0) out << "  " << open_loop_line(r) << "\n";
   if (!r.connect_failures.empty()) out << "  " << connection_line(r) << "\n";
   out.flush();
 }

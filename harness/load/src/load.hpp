@@ -9,6 +9,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -40,6 +41,10 @@ struct Options {
   bool stagger = false;
   /// The spread, ms; nullopt: the mean of `delay` (then the URL must hold {ms}).
   std::optional<double> stagger_ms;
+  /// --rate: an open loop at this many requests per second (README.md, "Open loop"); nullopt:
+  /// the closed loop. --arrival poisson: exponential gaps between the intended send times.
+  std::optional<double> rate;
+  bool poisson = false;
   std::ostream* log = nullptr;  ///< the connect line goes here (nullptr: silent)
   bool progress = false;        ///< and a progress line each second
 };
@@ -75,7 +80,25 @@ struct Result {
   /// The measured window on the monotonic clock (CLOCK_MONOTONIC, ns); 0 when there was none.
   std::int64_t window_start_ns = 0;
   std::int64_t window_end_ns = 0;
+  /// --rate (0: a closed loop): the rate offered, Poisson or even; the intended send times in the
+  /// window; of them, those that found no idle connection when due (`late`); the most requests
+  /// ever waiting for a connection; and those still waiting at the end.
+  double rate = 0;
+  bool poisson = false;
+  std::uint64_t offered = 0;
+  std::uint64_t late = 0;
+  std::uint64_t backlog_max = 0;
+  std::uint64_t unsent = 0;
+  /// How many cm-load runs this Result is (1; more after `cm-load merge`).
+  unsigned parts = 1;
   double rps() const { return duration_s > 0 ? static_cast<double>(requests) / duration_s : 0; }
+  /// --rate: the rate achieved over the rate offered (answers in the window / (rate x window)).
+  double rate_ratio() const { return rate > 0 ? rps() / rate : 0; }
+  /// A closed loop is always valid; an open loop only when it achieved kValidRateRatio of its rate
+  /// (HttpArena's gate): below it, the server could not keep up and its latencies describe an
+  /// overload, not the rate asked for.
+  bool valid() const { return rate <= 0 || rate_ratio() >= kValidRateRatio; }
+  static constexpr double kValidRateRatio = 0.95;
 };
 
 /// Runs the load described by `options`: opens the connections (in bounded batches), runs the
@@ -87,8 +110,22 @@ Result run(const Options& options);
 /// The JSON of the contract (README.md): every key always present, numbers not strings.
 nlohmann::json to_json(const Result& result);
 
+/// The Result a to_json() document describes (what `cm-load merge` reads). Throws
+/// std::invalid_argument naming what is missing or of another histogram layout.
+Result from_json(const nlohmann::json& json);
+
+/// One Result for several runs that ran at the same time against the same URL (one row spread over
+/// several cm-load processes, each holding part of the connections): the counts added, the
+/// histograms merged bucket by bucket -- so every percentile is exact, never an average of
+/// percentiles --, fairness over every run's slots. Throws std::invalid_argument when the runs
+/// differ in URL, delay or window length, or their windows do not overlap by 90%.
+Result merge(const std::vector<Result>& runs);
+
 /// The human summary printed at the end.
 void print_summary(std::ostream& out, const Result& result);
+
+/// --rate: "open loop  rate ratio 0.998 (achieved 4990.0 of 5000 rps)   late 3 of 50000 ... valid".
+std::string open_loop_line(const Result& result);
 
 /// One line for stderr: "opened 98 of 100 connections; failed: ECONNREFUSED x2".
 std::string connection_line(const Result& result);

@@ -1,4 +1,5 @@
-// cm-load -- a closed-loop HTTP/1.1 load generator that checks every answer.
+// cm-load -- an HTTP/1.1 load generator that checks every answer: a closed loop, or with --rate
+// an open one.
 //
 // Each connection holds one request in flight and is kept open for the whole run; connections
 // are spread over --threads event loops (epoll). Every answer is checked: status, body (the
@@ -9,6 +10,8 @@
 //   cm-load http://127.0.0.1:8080/delay/{ms} --delay 10:90 -c 200 -d 5
 //   cm-load http://127.0.0.1:8080/plaintext -c 100 -t 2 --json out.json
 //   cm-load http://127.0.0.1:8080/delay/{ms} --delay 100 -c 1000 --stagger
+//   cm-load http://127.0.0.1:8080/plaintext -c 64 --rate 20000   # open loop: exit 3 if it lags
+//   cm-load merge a.json b.json --json ab.json    # two runs of one row, at the same time: as one
 //
 // This file only reads the command line; the work is in load.cpp and worker.cpp.
 
@@ -16,6 +19,8 @@
 
 #include <fstream>
 #include <iostream>
+#include <string_view>
+#include <vector>
 
 #include "load.hpp"
 
@@ -33,11 +38,14 @@ struct CommandLine {
   std::uint64_t min_latency_ms = 0;
   std::string expect_body;
   double stagger_ms = 0;
+  double rate = 0;
+  std::string arrival = "constant";
   bool quiet = false;
   // Whether these were given (their values have no "not given" of their own).
   CLI::Option* stagger_ms_option = nullptr;
   CLI::Option* expect_body_option = nullptr;
   CLI::Option* min_latency_option = nullptr;
+  CLI::Option* rate_option = nullptr;
 };
 
 /// Declares cm-load's options on `app`, each stored into `cl`.
@@ -55,6 +63,14 @@ void add_options(CLI::App& app, CommandLine& cl) {
   cl.stagger_ms_option = app.add_option(
       "--stagger-ms", cl.stagger_ms,
       "the spread of --stagger in ms (implies --stagger; needed when the URL has no {ms})");
+  cl.rate_option = app.add_option(
+      "--rate", cl.rate,
+      "open loop: requests due at this many per second over the connections, whatever the "
+      "server does; a request is sent when due on an idle connection (or waits for one), and its "
+      "latency counts from when it was due. The run is invalid (exit 3) below 0.95 of the rate");
+  app.add_option("--arrival", cl.arrival, "with --rate: constant (evenly spaced) or poisson")
+      ->check(CLI::IsMember({"constant", "poisson"}))
+      ->capture_default_str();
   app.add_option("-d,--duration", options.duration_s, "measured window, seconds")
       ->capture_default_str();
   app.add_option("--warmup", options.warmup_s, "warm-up before the window, seconds (not counted)")
@@ -92,6 +108,8 @@ void convert_options(CommandLine& cl) {
   if (!cl.delay.empty()) options.delay = cm::load::DelayRange::parse(cl.delay);
   if (*cl.expect_body_option) options.expect_body = cl.expect_body;
   if (*cl.min_latency_option) options.min_latency_ms = cl.min_latency_ms;
+  if (*cl.rate_option) options.rate = cl.rate;
+  options.poisson = cl.arrival == "poisson";
   if (*cl.stagger_ms_option) {
     options.stagger = true;
     options.stagger_ms = cl.stagger_ms;
@@ -105,7 +123,8 @@ void convert_options(CommandLine& cl) {
 }
 
 /// Writes the result as JSON to `json_file` (if one was given), then the summary on stdout.
-/// Returns the exit status: 1 when the file cannot be written or no connection opened, else 0.
+/// Returns the exit status: 1 when the file cannot be written or no connection opened, 3 when an
+/// open loop fell below 0.95 of its rate (the run is invalid), else 0.
 int report(const cm::load::Result& result, const std::string& json_file) {
   if (!json_file.empty()) {
     std::ofstream out(json_file);
@@ -120,14 +139,41 @@ int report(const cm::load::Result& result, const std::string& json_file) {
     return 1;
   }
   cm::load::print_summary(std::cout, result);
-  return 0;
+  return result.valid() ? 0 : 3;
+}
+
+/// `cm-load merge A.json B.json ... [--json OUT]`: the runs as one (load.hpp, merge()).
+int merge_command(int argc, char** argv) {
+  CLI::App app{"cm-load merge: several runs of one row, run at the same time, as one result"};
+  std::vector<std::string> files;
+  std::string json_file;
+  app.add_option("files", files, "the runs' --json files")->required()->expected(2, 1000);
+  app.add_option("--json", json_file, "write the merged result as JSON to FILE");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  std::vector<cm::load::Result> runs;
+  try {
+    for (const std::string& file : files) {
+      std::ifstream in(file);
+      if (!in) throw std::invalid_argument("cannot read " + file);
+      runs.push_back(cm::load::from_json(nlohmann::json::parse(in)));
+    }
+    return report(cm::load::merge(runs), json_file);
+  } catch (const std::exception& e) {  // a file that is not a cm-load JSON, or runs that differ
+    std::cerr << "cm-load merge: " << e.what() << "\n";
+    return 2;
+  }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "merge") return merge_command(argc - 1, argv + 1);
   CommandLine cl;
-  CLI::App app{"cm-load: closed-loop HTTP/1.1 load that checks every answer"};
+  CLI::App app{"cm-load: HTTP/1.1 load that checks every answer (closed loop; --rate: open)"};
   add_options(app, cl);
   try {
     app.parse(argc, argv);

@@ -16,6 +16,12 @@
 // wrk sleeps less than a lean client because it does more work per answer. Polling that finds
 // nothing yields the CPU (sched_yield) and is timed, so `client_spin_s` can be subtracted from
 // the client's CPU time: what is left is the work it did.
+//
+// With --rate the loop is open: requests are due at a rate (evenly spaced, or Poisson), whatever
+// the server does. A due request goes out on an open connection with nothing in flight; when there
+// is none it waits for one, and its latency is still counted from when it was due (its intended
+// send time), so a server that stalls is charged for every request that should have been sent
+// during the stall -- a closed loop sends none then, and hides them (coordinated omission).
 
 #include "worker.hpp"
 
@@ -50,6 +56,7 @@ constexpr std::size_t kMaxBodyKept = 256;
 /// epoll user data of the stop event and the stagger timer (slots are indices, far below).
 constexpr std::uint64_t kStopToken = UINT64_MAX;
 constexpr std::uint64_t kStaggerToken = UINT64_MAX - 1;
+constexpr std::uint64_t kPaceToken = UINT64_MAX - 2;
 
 }  // namespace
 
@@ -75,12 +82,14 @@ struct Worker::Connection {
   bool released = true;       ///< may send requests (with --stagger: once its first is due)
   llhttp_t parser{};
   // The request in flight.
-  std::string request;          ///< its bytes when the URL has {ms} (else fixed_request_)
-  std::string_view out;         ///< what remains to write of it
-  bool awaiting = false;        ///< a request was written (at least its first byte)
-  bool want_write = false;      ///< EPOLLOUT is in its epoll set (part of a request is left)
-  std::int64_t started_ns = 0;  ///< connect start, then the first byte of the request written
-  std::uint32_t delay_ms = 0;   ///< this request's {ms}
+  std::string request;           ///< its bytes when the URL has {ms} (else fixed_request_)
+  std::string_view out;          ///< what remains to write of it
+  bool awaiting = false;         ///< a request was written (at least its first byte)
+  bool want_write = false;       ///< EPOLLOUT is in its epoll set (part of a request is left)
+  std::int64_t started_ns = 0;   ///< connect start, then the first byte of the request written
+  std::int64_t intended_ns = 0;  ///< when the request was due (--rate), else started_ns
+  bool in_idle = false;          ///< --rate: listed in idle_
+  std::uint32_t delay_ms = 0;    ///< this request's {ms}
   // The answer being parsed (filled by the llhttp callbacks).
   std::string body;
   bool body_too_long = false;
@@ -94,9 +103,7 @@ struct Worker::Connection {
 
 namespace {
 
-Worker::Connection* of(llhttp_t* p) {
-  return static_cast<Worker::Connection*>(p->data);
-}
+Worker::Connection* of(llhttp_t* p) { return static_cast<Worker::Connection*>(p->data); }
 
 int on_message_begin(llhttp_t* p) {
   auto* c = of(p);
@@ -153,6 +160,11 @@ Worker::Worker(const Target& target, Shared& shared, unsigned first_slot, unsign
     stagger_timer_.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
     if (!stagger_timer_) throw std::system_error(errno, std::generic_category(), "timerfd_create");
   }
+  if (target.rate > 0) {  // this worker's share: as its share of the connections
+    rate_ = target.rate * count / target.connections;
+    pace_timer_.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+    if (!pace_timer_) throw std::system_error(errno, std::generic_category(), "timerfd_create");
+  }
   request_tail_ = " HTTP/1.1\r\nHost: " + target.url.authority() + "\r\n\r\n";
   if (!target.url.has_ms) fixed_request_ = "GET " + target.url.path(0) + request_tail_;
 }
@@ -177,12 +189,14 @@ void Worker::run() {
   stop_ev.data.u64 = kStopToken;
   if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, shared_.stop_event.get(), &stop_ev) != 0)
     throw std::system_error(errno, std::generic_category(), "epoll_ctl(stop event)");
-  if (stagger_timer_) {
+  for (auto [timer, token] :
+       {std::pair{stagger_timer_.get(), kStaggerToken}, std::pair{pace_timer_.get(), kPaceToken}}) {
+    if (timer < 0) continue;
     epoll_event timer_ev{};
     timer_ev.events = EPOLLIN;
-    timer_ev.data.u64 = kStaggerToken;
-    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, stagger_timer_.get(), &timer_ev) != 0)
-      throw std::system_error(errno, std::generic_category(), "epoll_ctl(stagger timer)");
+    timer_ev.data.u64 = token;
+    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, timer, &timer_ev) != 0)
+      throw std::system_error(errno, std::generic_category(), "epoll_ctl(timer)");
   }
 
   for (unsigned i = 0; i < connections_.size(); ++i)
@@ -214,6 +228,10 @@ void Worker::run() {
         on_stagger_timer();
         continue;
       }
+      if (events[i].data.u64 == kPaceToken) {
+        on_pace_timer();
+        continue;
+      }
       Connection& c = connections_[events[i].data.u64];
       if (c.state == Connection::State::connecting) {
         on_connect_ready(c);
@@ -229,7 +247,9 @@ void Worker::run() {
     }
     pump_connects();
     loop_end = now_ns();
+    if (next_due_ns_ != 0) pace(loop_end);  // --rate: what fell due while events were handled
   }
+  unsent = backlog_.size();
   // Every fd closes with connections_ (RAII); answers in flight are neither counted nor errors.
   const std::int64_t end = now_ns();
   for (Connection& c : connections_)
@@ -311,7 +331,82 @@ void Worker::on_connect_ready(Connection& c) {
     c.first_attempt = false;
     shared_.resolved.fetch_add(1, std::memory_order_relaxed);
   }
-  if (c.released) send_request(c, now_ns());  // else on_stagger_timer() sends it when due
+  if (c.released) ready_for_next(c);  // else on_stagger_timer() sends it when due
+}
+
+/// A connection that can take a request: the closed loop sends one now; the open loop gives it the
+/// oldest request waiting for a connection, or lists it idle until one falls due.
+void Worker::ready_for_next(Connection& c) {
+  if (target_.rate <= 0) return send_request(c, now_ns());
+  if (!backlog_.empty()) {
+    const std::int64_t intended = backlog_.front();
+    backlog_.pop_front();
+    return send_request(c, now_ns(), intended);
+  }
+  if (!c.in_idle) {
+    c.in_idle = true;
+    idle_.push_back(c.slot);
+  }
+}
+
+// --rate. Each worker paces its share of the rate with its own timer. The main thread sets
+// Shared::pace_origin_ns and arms the timer once (release_schedule); from then on only the worker
+// sets it, to the next intended send time.
+
+void Worker::release_schedule() {
+  // NOTE: runs on the main thread before this worker's pace timer has ever fired.
+  if (!pace_timer_) return;
+  itimerspec when{};
+  when.it_value.tv_nsec = 1;  // as soon as possible: the worker reads the origin itself
+  ::timerfd_settime(pace_timer_.get(), 0, &when, nullptr);
+}
+
+std::int64_t Worker::next_interval_ns() {
+  if (target_.poisson)
+    return std::llround(std::exponential_distribution<double>(rate_)(rng_) * 1e9);
+  return std::llround(1e9 / rate_);
+}
+
+void Worker::on_pace_timer() {
+  std::uint64_t expirations = 0;
+  [[maybe_unused]] ssize_t n = ::read(pace_timer_.get(), &expirations, sizeof expirations);
+  const std::int64_t origin = shared_.pace_origin_ns.load(std::memory_order_acquire);
+  if (origin == INT64_MAX || rate_ <= 0) return;
+  if (next_due_ns_ == 0)  // the workers' schedules start a fraction of an interval apart
+    next_due_ns_ = origin + std::llround(1e9 / rate_ * first_slot_ / target_.connections);
+  pace(now_ns());
+}
+
+void Worker::pace(std::int64_t now) {
+  while (next_due_ns_ <= now && !shared_.stop.load(std::memory_order_relaxed)) {
+    dispatch(next_due_ns_);
+    next_due_ns_ += std::max<std::int64_t>(1, next_interval_ns());
+  }
+  itimerspec when{};
+  when.it_value.tv_sec = next_due_ns_ / 1'000'000'000;
+  when.it_value.tv_nsec = next_due_ns_ % 1'000'000'000;
+  ::timerfd_settime(pace_timer_.get(), TFD_TIMER_ABSTIME, &when, nullptr);
+}
+
+/// A request due at `intended`: on an idle connection now, or waiting for one (late).
+void Worker::dispatch(std::int64_t intended) {
+  const bool in_window = intended >= shared_.window_start_ns.load(std::memory_order_relaxed) &&
+                         intended < shared_.window_end_ns.load(std::memory_order_relaxed);
+  if (in_window) ++offered_in_window;
+  if (Connection* c = take_idle()) return send_request(*c, now_ns(), intended);
+  backlog_.push_back(intended);
+  backlog_max = std::max<std::uint64_t>(backlog_max, backlog_.size());
+  if (in_window) ++late_in_window;
+}
+
+Worker::Connection* Worker::take_idle() {
+  while (!idle_.empty()) {
+    Connection& c = connections_[idle_.front()];
+    idle_.pop_front();
+    c.in_idle = false;
+    if (c.state == Connection::State::open && !c.awaiting && c.released) return &c;
+  }
+  return nullptr;
 }
 
 // --stagger. Slots are numbered in the order of their offsets, and each worker owns a contiguous
@@ -345,7 +440,7 @@ void Worker::on_stagger_timer() {
   while (next_release_ < connections_.size() && first_request_due(next_release_) <= now_ns()) {
     Connection& c = connections_[next_release_++];
     c.released = true;
-    if (c.state == Connection::State::open && !c.awaiting) send_request(c, now_ns());
+    if (c.state == Connection::State::open && !c.awaiting) ready_for_next(c);
   }
   if (next_release_ < connections_.size()) arm_stagger_timer(first_request_due(next_release_));
 }
@@ -366,7 +461,7 @@ void Worker::connect_failed(Connection& c, const std::string& reason) {
   }
 }
 
-void Worker::send_request(Connection& c, std::int64_t now) {
+void Worker::send_request(Connection& c, std::int64_t now, std::int64_t intended) {
   if (target_.url.has_ms) {
     const DelayRange& d = *target_.delay;
     c.delay_ms = d.min_ms == d.max_ms
@@ -383,6 +478,7 @@ void Worker::send_request(Connection& c, std::int64_t now) {
     c.out = fixed_request_;
   }
   c.started_ns = now;
+  c.intended_ns = intended < 0 ? now : intended;
   c.awaiting = true;
   flush(c);
 }
@@ -443,7 +539,8 @@ void Worker::on_readable(Connection& c) {
 
 void Worker::on_response(Connection& c, std::int64_t now) {
   c.awaiting = false;
-  std::int64_t latency_ns = now - c.started_ns;
+  const std::int64_t latency_ns = now - c.intended_ns;  // from when it was due (--rate), or sent
+  const std::int64_t served_ns = now - c.started_ns;    // what the server took, for `early`
   std::uint64_t least_ms =
       target_.expect.min_latency_is_delay ? c.delay_ms : target_.expect.min_latency_ms;
   std::int64_t least_ns = static_cast<std::int64_t>(least_ms) * 1'000'000;
@@ -461,7 +558,7 @@ void Worker::on_response(Connection& c, std::int64_t now) {
     count_error(&ErrorCounts::status);
   } else if (!body_ok) {
     count_error(&ErrorCounts::body);
-  } else if (latency_ns < least_ns) {
+  } else if (served_ns < least_ns) {
     count_error(&ErrorCounts::early);
   } else {
     live_completed.store(live_completed.load(std::memory_order_relaxed) + 1,
@@ -476,7 +573,7 @@ void Worker::on_response(Connection& c, std::int64_t now) {
   }
 
   if (!c.keep_alive) return reconnect(c);  // the server said it would close: not an error
-  send_request(c, now_ns());
+  ready_for_next(c);
 }
 
 void Worker::close_connection(Connection& c) {

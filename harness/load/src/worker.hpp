@@ -41,6 +41,11 @@ struct Target {
   bool stagger = false;
   std::int64_t stagger_ns = 0;
   unsigned connections = 0;
+  /// --rate: the open loop's requests per second over all the connections (0: a closed loop,
+  /// each connection sending its next request when the last is answered), and whether the
+  /// arrivals are Poisson (else evenly spaced).
+  double rate = 0;
+  bool poisson = false;
 };
 
 /// State shared by the main thread and the workers.
@@ -52,6 +57,8 @@ struct Shared {
   /// --stagger: the end of the connect phase, from which the first requests' offsets count;
   /// set once, before Worker::release_first_requests().
   std::atomic<std::int64_t> stagger_origin_ns{INT64_MAX};
+  /// --rate: when the schedule of intended send times begins (the end of the connect phase).
+  std::atomic<std::int64_t> pace_origin_ns{INT64_MAX};
   /// First connection attempts that ended, connected or failed (the connect phase is over when
   /// this reaches the number of connections asked for).
   std::atomic<unsigned> resolved{0};
@@ -80,6 +87,9 @@ class Worker {
   /// --stagger, called by the main thread once shared.stagger_origin_ns is set: arms the timer
   /// that lets each slot send its first request when due (until then an open connection idles).
   void release_first_requests();
+  /// --rate, called by the main thread once shared.pace_origin_ns is set: starts this worker's
+  /// schedule of intended send times.
+  void release_schedule();
 
   // Live counters, written by this worker only, read by the progress line (relaxed).
   std::atomic<std::uint64_t> live_completed{0};  ///< correct answers so far, warm-up included
@@ -88,6 +98,13 @@ class Worker {
 
   // Final figures, read by the main thread after run() returned.
   std::uint64_t requests_in_window = 0;
+  // --rate: intended send times that fell in the window; of them, those no idle connection could
+  // take when due (sent later, their latency still counted from the intended time); the most
+  // requests ever waiting for a connection; and those still waiting when the run stopped.
+  std::uint64_t offered_in_window = 0;
+  std::uint64_t late_in_window = 0;
+  std::uint64_t backlog_max = 0;
+  std::uint64_t unsent = 0;
   std::uint64_t reconnects = 0;
   /// Time spent inside the window in polls that found nothing (see worker.cpp), ns.
   std::int64_t spin_ns_in_window = 0;
@@ -106,7 +123,13 @@ class Worker {
   void start_connect(Connection& c);
   void on_connect_ready(Connection& c);
   void connect_failed(Connection& c, const std::string& reason);
-  void send_request(Connection& c, std::int64_t now);
+  void send_request(Connection& c, std::int64_t now, std::int64_t intended = -1);
+  void ready_for_next(Connection& c);
+  void on_pace_timer();
+  void pace(std::int64_t now);
+  void dispatch(std::int64_t intended);
+  Connection* take_idle();
+  std::int64_t next_interval_ns();
   void flush(Connection& c);
   void on_readable(Connection& c);
   void on_response(Connection& c, std::int64_t now);
@@ -135,6 +158,14 @@ class Worker {
   std::vector<char> read_buffer_;
   cm::Fd stagger_timer_;       // --stagger: a timerfd set for the next slot due to start
   unsigned next_release_ = 0;  // --stagger: slots below this may send their first request
+  // --rate: this worker's share of the rate, its timer, the next intended send time (0: not
+  // begun), the open connections with no request in flight, and the intended times of requests
+  // that found none.
+  double rate_ = 0;
+  cm::Fd pace_timer_;
+  std::int64_t next_due_ns_ = 0;
+  std::deque<unsigned> idle_;
+  std::deque<std::int64_t> backlog_;
 };
 
 }  // namespace cm::load

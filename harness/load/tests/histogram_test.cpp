@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <stdexcept>
 
 #include "histogram.hpp"
 
@@ -90,6 +91,30 @@ TEST(Histogram, MergeEqualsRecordingEverything) {
   EXPECT_DOUBLE_EQ(a.mean(), all.mean());
   for (double q : {0.1, 0.5, 0.9, 0.99, 0.999})
     EXPECT_EQ(a.percentile(q), all.percentile(q));
+}
+
+// What cm-load's JSON keeps of a histogram (buckets, min, max, sum) is all of it: read back and
+// merged, two halves of a run's answers give the histogram of the whole, count for count.
+TEST(Histogram, BucketsReadBackAndMergedAreTheWholeCountForCount) {
+  std::mt19937 rng(7);
+  std::lognormal_distribution<double> latency(7.0, 1.5);
+  Histogram whole, a, b;
+  for (int i = 0; i < 200'000; ++i) {
+    const auto v = static_cast<std::uint64_t>(latency(rng));
+    whole.record(v);
+    (i % 3 ? a : b).record(v);
+  }
+  Histogram merged = Histogram::from_buckets(a.buckets(), a.min(), a.max(), a.sum());
+  merged.merge(Histogram::from_buckets(b.buckets(), b.min(), b.max(), b.sum()));
+  EXPECT_EQ(merged.buckets(), whole.buckets());
+  EXPECT_EQ(merged.count(), whole.count());
+  EXPECT_EQ(merged.min(), whole.min());
+  EXPECT_EQ(merged.max(), whole.max());
+  EXPECT_DOUBLE_EQ(merged.mean(), whole.mean());
+  for (double q : {0.5, 0.9, 0.99, 0.999})
+    EXPECT_EQ(merged.percentile(q), whole.percentile(q)) << q;
+  EXPECT_THROW(Histogram::from_buckets({{Histogram::bucket_count(), 1}}, 0, 0, 0),
+               std::invalid_argument);
 }
 
 TEST(Histogram, HugeValuesAreClampedNotLost) {

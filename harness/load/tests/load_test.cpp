@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <thread>
 
 #include "load.hpp"
 #include "test_server.hpp"
@@ -310,6 +311,102 @@ TEST(Load, RefusedConnectionsAreReportedNotThrown) {
   EXPECT_EQ(r.fairness.jain, 0.0);
 }
 
+// --rate: an open loop. Against a server that keeps up, the rate is achieved and the run valid;
+// against one that cannot (/delay/100 on 2 connections: 20 rps at most), the run says so.
+TEST(OpenLoop, AServerThatKeepsUpGetsTheRateAsked) {
+  TestServer server(Behaviour::correct);
+  Options o = short_run(server.port(), "/plaintext");
+  o.rate = 400;
+  Result r = run(o);
+  EXPECT_EQ(r.errors.total(), 0u);
+  EXPECT_EQ(r.rate, 400);
+  EXPECT_NEAR(static_cast<double>(r.offered), 400 * o.duration_s, 400 * o.duration_s * 0.02);
+  EXPECT_TRUE(r.valid()) << open_loop_line(r);
+  const auto json = to_json(r);
+  EXPECT_EQ(json["open_loop"]["arrival"], "constant");
+  EXPECT_EQ(json["open_loop"]["latency_from"], "intended send time");
+  EXPECT_TRUE(json["open_loop"]["valid"].get<bool>());
+  EXPECT_TRUE(to_json(run_against(Behaviour::correct, "/plaintext"))["open_loop"].is_null());
+}
+
+TEST(OpenLoop, AServerThatCannotKeepUpMakesTheRunInvalid) {
+  TestServer server(Behaviour::correct);
+  Options o = short_run(server.port(), "/delay/100");
+  o.delay.reset();
+  o.connections = 2;
+  o.threads = 1;
+  o.rate = 200;  // ten times what 2 connections on /delay/100 can carry
+  o.poisson = true;
+  Result r = run(o);
+  EXPECT_LT(r.rate_ratio(), Result::kValidRateRatio);
+  EXPECT_FALSE(r.valid());
+  EXPECT_GT(r.late, r.offered / 2) << "most requests found no idle connection when due";
+  EXPECT_GT(r.backlog_max, 0u);
+  EXPECT_NE(open_loop_line(r).find("INVALID"), std::string::npos) << open_loop_line(r);
+  EXPECT_EQ(to_json(r)["open_loop"]["arrival"], "poisson");
+}
+
+// Coordinated omission. The server stops answering for 200 ms once a second. A closed loop sends
+// nothing while it waits, so only the few requests in flight see the stall: its p99 stays low.
+// The open loop keeps to its schedule, and every request due during a stall waits for its end:
+// counted from when it was due, a fifth of them are late by up to 200 ms, and its p99 shows it.
+TEST(OpenLoop, SeesTheStallThatAClosedLoopHides) {
+  TestServer server(Behaviour::stalls);
+  Options o = short_run(server.port(), "/plaintext");
+  o.connections = 4;
+  o.threads = 1;
+  o.warmup_s = 0.3;
+  o.duration_s = 2.0;  // two stalls, whatever the phase
+  const Result closed = run(o);
+  o.rate = 1000;
+  const Result open = run(o);
+  EXPECT_EQ(closed.errors.total() + open.errors.total(), 0u);
+  EXPECT_LT(closed.latency_us.percentile(0.99), 50'000u) << "closed loop p99, us";
+  EXPECT_GE(open.latency_us.percentile(0.99), 100'000u) << "open loop p99, us";
+  EXPECT_GT(open.late, 0u);
+}
+
+// cm-load merge: a row spread over two processes reads as one run. Two runs at once against one
+// server, each written as JSON and read back: the counts add up, every percentile comes from the
+// summed buckets, and fairness is judged over both runs' connections.
+TEST(Merge, TwoRunsAtOnceReadAsOne) {
+  TestServer server(Behaviour::correct);
+  Result first, second;
+  std::thread other([&] { second = run(short_run(server.port(), "/delay/{ms}")); });
+  first = run(short_run(server.port(), "/delay/{ms}"));
+  other.join();
+  const Result merged = merge({from_json(to_json(first)), from_json(to_json(second))});
+  EXPECT_EQ(merged.parts, 2u);
+  EXPECT_EQ(merged.requests, first.requests + second.requests);
+  EXPECT_EQ(merged.connections_requested, 2 * kConnections);
+  EXPECT_EQ(merged.errors.total(), 0u);
+  EXPECT_NEAR(merged.rps(), first.rps() + second.rps(), 1e-9);
+  Histogram both = first.latency_us;
+  both.merge(second.latency_us);
+  EXPECT_EQ(merged.latency_us.buckets(), both.buckets());
+  EXPECT_EQ(merged.latency_us.percentile(0.99), both.percentile(0.99));
+  EXPECT_EQ(merged.fairness.connections, first.fairness.connections + second.fairness.connections);
+  EXPECT_EQ(merged.fairness.answers_max,
+            std::max(first.fairness.answers_max, second.fairness.answers_max));
+  EXPECT_EQ(to_json(merged)["parts"], 2);
+}
+
+TEST(Merge, RefusesRunsThatWereNotOneRow) {
+  TestServer server(Behaviour::correct);
+  const Result a = run(short_run(server.port(), "/delay/{ms}"));
+  Result other_url = a;
+  other_url.url += "?x";
+  EXPECT_THROW(merge({a, other_url}), std::invalid_argument);
+  Result later = a;  // the same length, a window later: not run together
+  later.window_start_ns += 2'000'000'000;
+  later.window_end_ns += 2'000'000'000;
+  EXPECT_THROW(merge({a, later}), std::invalid_argument);
+  nlohmann::json broken = to_json(a);
+  broken.erase("histograms");
+  EXPECT_THROW(from_json(broken), std::invalid_argument);
+  EXPECT_THROW(from_json(nlohmann::json{{"tool", "wrk"}}), std::invalid_argument);
+}
+
 TEST(Load, OptionsThatMakeNoSenseAreRejected) {
   Options o = short_run(1, "/delay/{ms}");
   o.delay.reset();
@@ -325,6 +422,16 @@ TEST(Load, OptionsThatMakeNoSenseAreRejected) {
   EXPECT_THROW(run(o), std::invalid_argument);
   o.spin = std::chrono::microseconds(1'000'001);
   EXPECT_THROW(run(o), std::invalid_argument);  // --spin-us above a second
+  o = short_run(1, "/plaintext");
+  o.rate = 0;
+  EXPECT_THROW(run(o), std::invalid_argument);  // --rate must be above 0
+  o.rate = 100;
+  o.stagger = true;
+  o.stagger_ms = 10;
+  EXPECT_THROW(run(o), std::invalid_argument);  // --stagger is the closed loop's
+  o = short_run(1, "/plaintext");
+  o.poisson = true;
+  EXPECT_THROW(run(o), std::invalid_argument);  // Poisson arrivals of which rate?
   o = short_run(1, "/plaintext");
   o.source_addresses = 2;
   o.url = "http://10.0.0.1:1/plaintext";

@@ -64,6 +64,12 @@ void TestServer::serve() {
   std::map<int, Client> clients;
   std::uint64_t last_parsed_ms = 0;  // the shared state of Behaviour::shared_state
   std::uint64_t accepted = 0;
+  const auto started = Clock::now();
+  auto stalled = [&](Clock::time_point now) {  // Behaviour::stalls: the first 200 ms of a second
+    return behaviour_ == Behaviour::stalls &&
+           std::chrono::duration_cast<std::chrono::milliseconds>(now - started).count() % 1000 <
+               kStallMs;
+  };
   auto close_client = [&](int fd) {
     ::close(fd);
     clients.erase(fd);
@@ -114,6 +120,7 @@ void TestServer::serve() {
 
     auto now = Clock::now();
     std::vector<int> to_close;
+    if (stalled(now)) continue;  // answers wait for the stall's end
     for (auto& [fd, c] : clients) {
       if (!c.due || *c.due > now) continue;
       c.due.reset();

@@ -23,7 +23,13 @@ enum class Behaviour {
   close_announced,     ///< correct with `Connection: close`, then closes (a legitimate close)
   silent,              ///< reads requests, never answers
   dribble,             ///< correct, but each answer is written a byte at a time
+  /// correct, but answers nothing during the first 200 ms of every second since it started (a
+  /// garbage collector's pause, a stalled disk): what arrives then waits for the stall's end
+  stalls,
 };
+
+/// Behaviour::stalls: how long each stall lasts, once a second.
+inline constexpr int kStallMs = 200;
 
 /// Listens on 127.0.0.1, port 0, from construction to destruction.
 class TestServer {
