@@ -29,3 +29,12 @@ class WritePage(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class KeptOfLoad(unittest.TestCase):
+    def test_a_results_file_keeps_cm_loads_figures_not_its_merge_data(self):
+        raw = {"tool": "cm-load", "rps": 5.0, "latency_us": {"p99": 7},
+               "histograms": {"latency_us": {"buckets": [[1, 2]] * 1000}}, "slot_answers": [3] * 1000}
+        kept = results.kept_of_load(raw)
+        self.assertEqual(kept, {"tool": "cm-load", "rps": 5.0, "latency_us": {"p99": 7}})
+        self.assertIn("histograms", raw)  # the run's own file is left whole
