@@ -92,8 +92,12 @@ struct Result {
   /// How many cm-load runs this Result is (1; more after `cm-load merge`).
   unsigned parts = 1;
   double rps() const { return duration_s > 0 ? static_cast<double>(requests) / duration_s : 0; }
-  /// --rate: the rate achieved over the rate offered (answers in the window / (rate x window)).
-  double rate_ratio() const { return rate > 0 ? rps() / rate : 0; }
+  /// --rate: the rate achieved over the rate offered -- the answers in the window over the
+  /// requests due in it (with Poisson arrivals that count, not rate x window, is what was offered).
+  double rate_ratio() const {
+    return rate > 0 && offered > 0 ? static_cast<double>(requests) / static_cast<double>(offered)
+                                   : 0;
+  }
   /// A closed loop is always valid; an open loop only when it achieved kValidRateRatio of its rate
   /// (HttpArena's gate): below it, the server could not keep up and its latencies describe an
   /// overload, not the rate asked for.
