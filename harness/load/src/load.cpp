@@ -411,6 +411,7 @@ void collect(Result& result, const Loops& loops, const Window& window, const Opt
     result.late += w->late_in_window;
     result.backlog_max += w->backlog_max;  // a bound: the workers' peaks need not coincide
     result.unsent += w->unsent;
+    result.pace_lag_us.merge(w->pace_lag_us);
   }
   result.fairness = fairness(tallies, window.start_ns, window.end_ns);
   result.spin_us = static_cast<double>(options.spin.count());
@@ -477,7 +478,8 @@ nlohmann::json to_json(const Result& r) {
                  {"unsent", r.unsent},
                  {"rate_ratio", r.rate_ratio()},
                  {"valid", r.valid()},
-                 {"latency_from", "intended send time"}};
+                 {"latency_from", "intended send time"},
+                 {"pace_lag_us", histogram(r.pace_lag_us)}};
   nlohmann::json delay = nullptr;
   if (r.delay)
     delay = {{"min", r.delay->min_ms}, {"max", r.delay->max_ms}, {"mean", r.delay->mean()}};
@@ -518,7 +520,9 @@ nlohmann::json to_json(const Result& r) {
       {"latency_us", histogram(r.latency_us)},
       {"overshoot_us", histogram(r.overshoot_us)},
       {"histograms",
-       {{"latency_us", buckets(r.latency_us)}, {"overshoot_us", buckets(r.overshoot_us)}}},
+       {{"latency_us", buckets(r.latency_us)},
+        {"overshoot_us", buckets(r.overshoot_us)},
+        {"pace_lag_us", buckets(r.pace_lag_us)}}},
       {"slot_answers", r.fairness.answers},
       {"window_ns", {{"start", r.window_start_ns}, {"end", r.window_end_ns}}},
       {"parts", r.parts},
@@ -586,7 +590,9 @@ void print_summary(std::ostream& out, const Result& r) {
     out << std::setw(12) << h;
   out << "\n";
   for (auto [name, h] :
-       {std::pair{"latency", &r.latency_us}, std::pair{"overshoot", &r.overshoot_us}}) {
+       {std::pair{"latency", &r.latency_us}, std::pair{"overshoot", &r.overshoot_us},
+        std::pair{"own lag", &r.pace_lag_us}}) {
+    if (h == &r.pace_lag_us && r.rate <= 0) continue;  // --rate only: cm-load's lag at each due
     out << "  " << std::left << std::setw(10) << name << std::right;
     out << std::setw(12) << ms(static_cast<std::uint64_t>(std::llround(h->mean())));
     for (double q : {0.5, 0.9, 0.99, 0.999})

@@ -89,6 +89,9 @@ struct Result {
   std::uint64_t late = 0;
   std::uint64_t backlog_max = 0;
   std::uint64_t unsent = 0;
+  /// --rate: cm-load's own lag at each request due in the window (Worker::pace_lag_us): a latency
+  /// percentile near these is the client's, not the server's.
+  Histogram pace_lag_us;
   /// How many cm-load runs this Result is (1; more after `cm-load merge`).
   unsigned parts = 1;
   double rps() const { return duration_s > 0 ? static_cast<double>(requests) / duration_s : 0; }

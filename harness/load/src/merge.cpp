@@ -76,6 +76,7 @@ void add_counts(Result& a, const Result& b) {
   a.errors.add(b.errors);
   a.latency_us.merge(b.latency_us);
   a.overshoot_us.merge(b.overshoot_us);
+  a.pace_lag_us.merge(b.pace_lag_us);
   a.client_cpu_s += b.client_cpu_s;
   a.client_cpu_total_s += b.client_cpu_total_s;
   a.client_spin_s += b.client_spin_s;
@@ -115,6 +116,7 @@ Result from_json(const json& j) {
   r.errors = errors_from(need(j, "errors"));
   r.latency_us = histogram_from(j, "latency_us");
   r.overshoot_us = histogram_from(j, "overshoot_us");
+  r.pace_lag_us = histogram_from(j, "pace_lag_us");
   r.client_cpu_s = need(j, "client_cpu_s").get<double>();
   r.client_cpu_total_s = need(j, "client_cpu_total_s").get<double>();
   r.client_spin_s = need(j, "client_spin_s").get<double>();

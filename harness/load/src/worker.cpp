@@ -392,8 +392,13 @@ void Worker::pace(std::int64_t now) {
 void Worker::dispatch(std::int64_t intended) {
   const bool in_window = intended >= shared_.window_start_ns.load(std::memory_order_relaxed) &&
                          intended < shared_.window_end_ns.load(std::memory_order_relaxed);
-  if (in_window) ++offered_in_window;
-  if (Connection* c = take_idle()) return send_request(*c, now_ns(), intended);
+  const std::int64_t now = now_ns();
+  if (in_window) {
+    ++offered_in_window;
+    pace_lag_us.record(
+        static_cast<std::uint64_t>(std::max<std::int64_t>(0, now - intended) / 1000));
+  }
+  if (Connection* c = take_idle()) return send_request(*c, now, intended);
   backlog_.push_back(intended);
   backlog_max = std::max<std::uint64_t>(backlog_max, backlog_.size());
   if (in_window) ++late_in_window;

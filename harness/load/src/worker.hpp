@@ -105,6 +105,9 @@ class Worker {
   std::uint64_t late_in_window = 0;
   std::uint64_t backlog_max = 0;
   std::uint64_t unsent = 0;
+  /// --rate: how late this client itself was in noticing each request due in the window (the
+  /// moment it dispatched it, less its intended send time): its own lag, apart from the server's.
+  Histogram pace_lag_us;
   std::uint64_t reconnects = 0;
   /// Time spent inside the window in polls that found nothing (see worker.cpp), ns.
   std::int64_t spin_ns_in_window = 0;

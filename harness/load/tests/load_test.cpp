@@ -322,6 +322,7 @@ TEST(OpenLoop, AServerThatKeepsUpGetsTheRateAsked) {
   EXPECT_EQ(r.rate, 400);
   EXPECT_NEAR(static_cast<double>(r.offered), 400 * o.duration_s, 400 * o.duration_s * 0.02);
   EXPECT_TRUE(r.valid()) << open_loop_line(r);
+  EXPECT_EQ(r.pace_lag_us.count(), r.offered) << "cm-load's own lag, at every request due";
   const auto json = to_json(r);
   EXPECT_EQ(json["open_loop"]["arrival"], "constant");
   EXPECT_EQ(json["open_loop"]["latency_from"], "intended send time");
@@ -363,6 +364,8 @@ TEST(OpenLoop, SeesTheStallThatAClosedLoopHides) {
   EXPECT_EQ(closed.errors.total() + open.errors.total(), 0u);
   EXPECT_LT(closed.latency_us.percentile(0.99), 50'000u) << "closed loop p99, us";
   EXPECT_GE(open.latency_us.percentile(0.99), 100'000u) << "open loop p99, us";
+  // The stall is the server's: cm-load itself noticed every due request far sooner.
+  EXPECT_LT(open.pace_lag_us.percentile(0.99), 50'000u) << "cm-load's own lag p99, us";
   EXPECT_GT(open.late, 0u);
 }
 
