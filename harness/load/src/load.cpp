@@ -451,35 +451,46 @@ Result run(const Options& options) {
   return result;
 }
 
+namespace {
+
+/// A histogram's figures, as the JSON shows them.
+nlohmann::json percentiles(const Histogram& h) {
+  return nlohmann::json{
+      {"mean", h.mean()},          {"p50", h.percentile(0.50)},   {"p90", h.percentile(0.90)},
+      {"p99", h.percentile(0.99)}, {"p999", h.percentile(0.999)}, {"max", h.max()}};
+}
+
+/// All of a histogram: what cm-load merge adds up.
+nlohmann::json buckets(const Histogram& h) {
+  return nlohmann::json{{"layout", Histogram::bucket_count()},
+                        {"buckets", h.buckets()},
+                        {"count", h.count()},
+                        {"min", h.min()},
+                        {"max", h.max()},
+                        {"sum", static_cast<double>(h.sum())}};
+}
+
+/// --rate's figures; null for a closed loop.
+nlohmann::json open_loop_json(const Result& r) {
+  if (r.rate <= 0) return nullptr;
+  return {{"rate", r.rate},
+          {"arrival", r.poisson ? "poisson" : "constant"},
+          {"offered", r.offered},
+          {"late", r.late},
+          {"backlog_max", r.backlog_max},
+          {"unsent", r.unsent},
+          {"rate_ratio", r.rate_ratio()},
+          {"valid", r.valid()},
+          {"latency_from", "intended send time"},
+          {"pace_lag_us", percentiles(r.pace_lag_us)}};
+}
+
+}  // namespace
+
 nlohmann::json to_json(const Result& r) {
-  auto histogram = [](const Histogram& h) {
-    return nlohmann::json{
-        {"mean", h.mean()},          {"p50", h.percentile(0.50)},   {"p90", h.percentile(0.90)},
-        {"p99", h.percentile(0.99)}, {"p999", h.percentile(0.999)}, {"max", h.max()}};
-  };
-  auto buckets = [](const Histogram& h) {  // all of it: what cm-load merge adds up
-    return nlohmann::json{{"layout", Histogram::bucket_count()},
-                          {"buckets", h.buckets()},
-                          {"count", h.count()},
-                          {"min", h.min()},
-                          {"max", h.max()},
-                          {"sum", static_cast<double>(h.sum())}};
-  };
   nlohmann::json failures = nlohmann::json::object();
   for (const auto& [reason, n] : r.connect_failures)
     failures[reason] = n;
-  nlohmann::json open_loop = nullptr;  // a closed loop
-  if (r.rate > 0)
-    open_loop = {{"rate", r.rate},
-                 {"arrival", r.poisson ? "poisson" : "constant"},
-                 {"offered", r.offered},
-                 {"late", r.late},
-                 {"backlog_max", r.backlog_max},
-                 {"unsent", r.unsent},
-                 {"rate_ratio", r.rate_ratio()},
-                 {"valid", r.valid()},
-                 {"latency_from", "intended send time"},
-                 {"pace_lag_us", histogram(r.pace_lag_us)}};
   nlohmann::json delay = nullptr;
   if (r.delay)
     delay = {{"min", r.delay->min_ms}, {"max", r.delay->max_ms}, {"mean", r.delay->mean()}};
@@ -517,8 +528,8 @@ nlohmann::json to_json(const Result& r) {
        {{"min", r.fairness.answers_min},
         {"p50", r.fairness.answers_p50},
         {"max", r.fairness.answers_max}}},
-      {"latency_us", histogram(r.latency_us)},
-      {"overshoot_us", histogram(r.overshoot_us)},
+      {"latency_us", percentiles(r.latency_us)},
+      {"overshoot_us", percentiles(r.overshoot_us)},
       {"histograms",
        {{"latency_us", buckets(r.latency_us)},
         {"overshoot_us", buckets(r.overshoot_us)},
@@ -530,7 +541,7 @@ nlohmann::json to_json(const Result& r) {
       {"client_cpu_total_s", r.client_cpu_total_s},
       {"client_spin_s", r.client_spin_s},
       {"spin_us", r.spin_us},
-      {"open_loop", open_loop},
+      {"open_loop", open_loop_json(r)},
   };
 }
 
