@@ -238,8 +238,9 @@ class Runner:
 
     # -- one window -----------------------------------------------------------------------------
 
-    def measure(self, target, server, row, rnd, *, duration_s, warmup_s):
-        """One cm-load window of `row` on `server`, with the server's CPU over the window."""
+    def measure(self, target, server, row, rnd, *, duration_s, warmup_s, extra=()):
+        """One cm-load window of `row` on `server`, with the server's CPU over the window; `extra`
+        is more of cm-load's flags (the latency profile's --rate)."""
         p, s = self.profile, self.settings
         self.sequence += 1
         m = Measurement(rnd, self.sequence, row)
@@ -253,7 +254,8 @@ class Runner:
         argv = load.command(server.url(row.path), connections=row.connections,
                             threads=s.load_threads, duration_s=duration_s, warmup_s=warmup_s,
                             timeout_ms=profiles.timeout_ms(p, row), delay=row.delay,
-                            stagger_ms=m.stagger_ms, json_path=tag + ".json", bin_dir=s.bin_dir)
+                            stagger_ms=m.stagger_ms, json_path=tag + ".json", bin_dir=s.bin_dir,
+                            extra=extra)
         limit = warmup_s + duration_s + m.stagger_ms / 1000 + 120
         try:
             m.settle_s = settle(server)

@@ -23,6 +23,9 @@ from . import ROOT
 
 PROFILES_DIR = os.path.join(ROOT, "harness", "profiles")
 CHARTS = ("bars", "sweep", "offload")
+#: "pricing": rows priced against their ceilings in rounds (price.Runner); "latency": each row's
+#: closed-loop capacity, then open-loop runs at shares of it (latency.LatencyRunner).
+KINDS = ("pricing", "latency")
 
 
 class ProfileError(ValueError):
@@ -104,6 +107,8 @@ class Profile:
     ceiling_at_row_connections: bool = False
     chart: str = "bars"
     variants: list = dataclasses.field(default_factory=lambda: [Variant()])
+    kind: str = "pricing"
+    rates_percent: list = dataclasses.field(default_factory=list)  # latency: offered, % of capacity
     rows: list = dataclasses.field(default_factory=list)  # Row, CPU-ceiling rows first
 
 
@@ -134,7 +139,7 @@ _TOP = {"name", "description", "duration_s", "warmup_s", "ceiling_window", "roun
         "timeout_ms",
         "models", "peers", "server", "load_threads", "fresh_server", "stagger_cap_ms", "chart",
         "ceiling_margin",
-        "variants", "rows"}
+        "variants", "rows", "kind", "rates_percent"}
 _ROW = {"id", "path", "delay_ms", "connections", "sweep", "cpu_ceiling", "stagger"}
 
 
@@ -173,6 +178,14 @@ def parse(doc):
     p.chart = doc.get("chart", "bars")
     if p.chart not in CHARTS:
         raise ProfileError(f"chart: one of {', '.join(CHARTS)}")
+    p.kind = doc.get("kind", "pricing")
+    if p.kind not in KINDS:
+        raise ProfileError(f"kind: one of {', '.join(KINDS)}")
+    p.rates_percent = [_positive(r, "rates_percent") for r in doc.get("rates_percent", [])]
+    if (p.kind == "latency") != bool(p.rates_percent):
+        raise ProfileError('rates_percent: a latency profile needs them, a pricing one has none')
+    if p.rates_percent != sorted(set(p.rates_percent)):
+        raise ProfileError("rates_percent: ascending, each once")
     if "variants" in doc:
         p.variants = [Variant(v["name"], list(v.get("server_args", []))) for v in doc["variants"]]
     if not doc.get("rows"):

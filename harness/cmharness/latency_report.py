@@ -1,0 +1,242 @@
+"""The latency profile's page, CSV and chart, from its results.json (latency.document): what
+`cm-price latency` writes into results/latency/ and `cm-price render latency` writes again."""
+
+import csv
+import io
+import os
+
+from . import charts, proc, provenance, results
+from .latency import HALF, KNEE_FACTOR, VALID_RATIO
+
+CHART = "latency.png"
+MARKERS = "osD^vP*X"
+
+
+def method(p, s):
+    pin = (f"Server on CPU {proc.cpu_list(s.server_cpus)}, cm-load on CPU "
+           f"{proc.cpu_list(s.load_cpus)} (sched_setaffinity)")
+    shares = ", ".join(f"{x:g}" for x in p.rates_percent)
+    return (f"{pin}. The servers are started once and kept running (the blocking model with "
+            f"{p.blocking_workers} workers, so that it holds every connection; the async models "
+            f"one loop and a pool of {p.pool}). In each of {p.rounds} rounds every server's rows "
+            f"in a new random order (seed {s.seed}): the row's capacity, a closed-loop window "
+            f"({p.warmup_s:g} s warm-up, {p.duration_s:g} s measured) with the row's "
+            f"connections, then an open-loop window (`cm-load --rate`, evenly spaced arrivals, "
+            f"the same warm-up and length) at each of {shares}% of that capacity, in a random "
+            "order. Latency counts from each request's intended send time; the server's CPU over "
+            "each window is read from /proc.")
+
+
+def _fmt(iv, fmt="{:,.0f}", none="-"):
+    """"12.3 [11.0 14.1]" from an interval dict; "12.3 [n=3]" without bounds."""
+    if iv is None or iv.get("median") is None:
+        return none
+    if iv.get("low") is None:
+        return f"{fmt.format(iv['median'])} [n={iv['n']}]"
+    return f"{fmt.format(iv['median'])} [{fmt.format(iv['low'])} {fmt.format(iv['high'])}]"
+
+
+def knee_text(iv, last):
+    """The knee's share: "80% [70% 90%]", with "> 110%" where it lies beyond the last share."""
+    if iv is None:
+        return "-"
+    word = (lambda v: f"> {last:g}%" if v is None else f"{v:g}%")
+    if iv.get("low") is None and iv.get("high") is None and iv["n"] < 6:
+        return f"{word(iv['median'])} [n={iv['n']}]"
+    return f"{word(iv['median'])} [{word(iv['low'])} {word(iv['high'])}]"
+
+
+def rows_by_id(doc):
+    """{row id: [(target, row)]} in the profile's order of rows, servers in the file's order."""
+    out = {}
+    for t in doc["targets"]:
+        for r in t["rows"]:
+            out.setdefault(r["id"], []).append((t, r))
+    return out
+
+
+def _title(row):
+    path = row["path"].replace("{ms}", row["delay"]) if row["delay"] else row["path"]
+    return f"{path} x {row['connections_requested']:,}"
+
+
+def summary_table(doc, last):
+    lines = []
+    for rid, pairs in rows_by_id(doc).items():
+        row0 = pairs[0][1]
+        what = "overshoot" if row0["latency_of"] == "overshoot" else "latency"
+        lines += [f"### {_title(row0)}", "",
+                  f"| server | capacity, rps | p99 {what} at {doc['meta']['rates_percent'][0]:g}%, "
+                  f"ms | knee: p99 > {KNEE_FACTOR}x | knee, rps | CPU per request at {HALF}%, µs "
+                  f"| p99 {what} at {HALF}%, ms |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for t, r in pairs:
+            s = r["summary"]
+            lines.append(
+                f"| {r['label']} | {_fmt(s['capacity_rps'])} | {_fmt(s['p99_ms_at_lowest'], '{:.2f}')} "
+                f"| {knee_text(s['knee_percent'], last)} | {_fmt(s['knee_rps'])} "
+                f"| {_fmt(s['cpu_us_at_half'], '{:.1f}')} | {_fmt(s['p99_ms_at_half'], '{:.2f}')} |")
+        lines.append("")
+    return lines
+
+
+def _m(iv, fmt):
+    return "-" if iv is None or iv.get("median") is None else fmt.format(iv["median"])
+
+
+def curve_tables(doc):
+    lines = []
+    for rid, pairs in rows_by_id(doc).items():
+        lines += [f"### {_title(pairs[0][1])}", "",
+                  "| server | share | offered, rps | answered, rps | rate ratio | valid rounds "
+                  "| p50, ms | p99, ms | p99.9, ms | own lag p99, ms | CPU per request, µs "
+                  "| errors |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+                  "| ---: |"]
+        for t, r in pairs:
+            for pt in r["points"]:
+                lines.append(
+                    f"| {r['label']} | {pt['percent']:g}% | {_m(pt['offered_rps'], '{:,.0f}')} "
+                    f"| {_m(pt['rps'], '{:,.0f}')} | {_m(pt['rate_ratio'], '{:.3f}')} "
+                    f"| {pt['valid_rounds']} of {pt['measured_rounds']} "
+                    f"| {_m(pt['p50_ms'], '{:.3f}')} | {_m(pt['p99_ms'], '{:.3f}')} "
+                    f"| {_m(pt['p999_ms'], '{:.3f}')} | {_m(pt['own_lag_p99_ms'], '{:.3f}')} "
+                    f"| {_m(pt['cpu_us_per_request'], '{:.1f}')} | {pt['errors_total']:,} |")
+        lines.append("")
+    return lines
+
+
+def notes(doc):
+    last = doc["meta"]["rates_percent"][-1]
+    lowest = doc["meta"]["rates_percent"][0]
+    return [
+        "## What each figure is", "",
+        "- **capacity**: the row's closed-loop rps in the same round, right before its open-loop "
+        "windows; the shares are of it. The median over the rounds with its 95% interval, as "
+        "every figure in brackets here (an interval needs six rounds).",
+        f"- **knee**: the first share at which the p99 exceeds {KNEE_FACTOR} times the p99 at "
+        f"{lowest:g}%, found in each round; \"> {last:g}%\" where no share did. The knee in rps is "
+        "that share of the round's capacity.",
+        "- **latency** counts from when a request was due, not from when it was sent: a request "
+        "that waited for an idle connection (the server had not answered the last one) waits in "
+        "the latency. For a row with a delay the figures are the **overshoot**, latency less the "
+        "delay asked: what the server added to the wait.",
+        f"- **rate ratio**: answers over requests due in the window. Below {VALID_RATIO} cm-load "
+        "calls the window invalid: the server did not take what was offered, its queue grew for "
+        "as long as the window lasted, and the latency shown is that queue's at the window's end "
+        "-- a lower bound, not a steady state. **valid rounds** counts the rounds in which it was "
+        "valid.",
+        "- **own lag**: how late cm-load itself sent what was due (its timer, its loop): a p99 "
+        "far below the latency's says the latency is the server's.",
+        "- **CPU per request**: the server's CPU time over the window (user and system, from "
+        "/proc) over the answers in it.",
+        "- **errors**: answers cm-load could not accept (a wrong status or body, a reset, a "
+        "timeout) summed over the rounds. A timeout is a request unanswered for cm-load's "
+        "--timeout after it was sent; beyond capacity that is the growing queue.",
+        ""]
+
+
+def markdown(doc, chart_files=(), chart_note=""):
+    meta = doc["meta"]
+    prov = meta["provenance"]
+    last = meta["rates_percent"][-1]
+    lines = [f"# Latency under load: the `{meta['profile']}` profile", "", meta["description"], ""]
+    if CHART in chart_files:
+        lines += [f"![p99 against offered load, every server]({CHART})", ""]
+    elif chart_note:
+        lines += [chart_note, ""]
+    lines += ["## The knee and the cost at half load", ""] + summary_table(doc, last)
+    lines += notes(doc)
+    lines += ["## Every share", ""] + curve_tables(doc)
+    skipped = [f"- {s}" for s in doc.get("skipped", [])] + [
+        f"- {t['label']}: {t['refused']}" for t in doc["targets"] if not t["priced"]]
+    if skipped:
+        lines += ["## Not measured", ""] + skipped + [""]
+    lines += provenance.conditions_markdown(
+        prov, ended_utc=meta.get("finished_utc", ""), load_after=meta.get("load_after", [0, 0, 0]),
+        pinning=f"server on CPU {meta['server_cpus']}, cm-load on CPU {meta['load_cpus']}",
+        command=meta["command"]) + ["", "## Method", "", meta["method"], "",
+                                    "Every window: `results.csv`; every figure: `results.json`; "
+                                    "the machine: `machine.md`.", ""]
+    return "\n".join(lines)
+
+
+def csv_text(doc):
+    keys = ("capacity_rps", "offered_rps", "rps", "rate_ratio", "valid", "p50_ms", "p99_ms",
+            "p999_ms", "max_ms", "own_lag_p99_ms", "cpu_us_per_request", "server_busy",
+            "load_busy", "errors_total", "late", "due")
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(["server", "variant", "row", "round", "share", "error", *keys])
+    for t in doc["targets"]:
+        for r in t["rows"]:
+            for win in r["capacity_rounds"] + r["rounds"]:
+                w.writerow([t["server"], t["variant"], r["key"], win.get("round", ""),
+                            "closed" if win.get("percent") is None else f"{win['percent']:g}",
+                            win.get("error", ""), *(_cell(win.get(k)) for k in keys)])
+    return out.getvalue()
+
+
+def _cell(v):
+    return "" if v is None else (f"{v:.6g}" if isinstance(v, float) else v)
+
+
+def draw(doc, path, plt):
+    """p99 against the offered share, one panel per row, one line per server: log latency, linear
+    load, the capacity at 100%. A share's marker is hollow where it was valid in fewer than half
+    of the rounds."""
+    groups = list(rows_by_id(doc).items())
+    fig, axes = plt.subplots(1, len(groups), figsize=(6.2 * len(groups), 5.4), squeeze=False)
+    servers = sorted({t["label"] for t in doc["targets"]})
+    colours = plt.get_cmap("tab10")
+    for ax, (rid, pairs) in zip(axes[0], groups):
+        row0 = pairs[0][1]
+        for t, r in pairs:
+            k = servers.index(r["label"])
+            pts = [(p["percent"], p["p99_ms"]["median"], p["valid_rounds"] * 2 >= p["measured_rounds"])
+                   for p in r["points"] if p["p99_ms"]]
+            colour, marker = colours(k % 10), MARKERS[k % len(MARKERS)]
+            ax.plot([x for x, _, _ in pts], [y for _, y, _ in pts], "-" + marker, color=colour,
+                    linewidth=1.4, markersize=5, label=r["label"])
+            hollow = [(x, y) for x, y, valid in pts if not valid]
+            ax.plot([x for x, _ in hollow], [y for _, y in hollow], marker, color=colour,
+                    markersize=5, markerfacecolor="white", linestyle="none")
+        ax.axvline(100, color="0.3", linestyle="--", linewidth=1)
+        ax.set_yscale("log")
+        ax.set_xlabel("offered load, % of the row's closed-loop capacity")
+        what = "overshoot" if row0["latency_of"] == "overshoot" else "latency"
+        ax.set_ylabel(f"p99 {what}, ms (log)")
+        ax.set_title(_title(row0), fontsize=10)
+        ax.grid(True, which="major", color="0.9")
+        ax.text(0.02, 0.97, "dashed: capacity\nhollow: rate ratio < 0.95", transform=ax.transAxes,
+                fontsize=7.5, va="top", color="0.3")
+    seen = {}
+    for ax in axes[0]:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(label, h)
+    labels, handles = list(seen), list(seen.values())
+    fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8,
+               frameon=False)
+    fig.suptitle("Latency against offered load (open loop, median of the rounds)", fontsize=11)
+    fig.tight_layout(rect=(0, 0.09, 1, 0.95))
+    charts.save(fig, path)
+
+
+def write(doc, folder):
+    """results.json, results.csv, machine.*, the chart and results.md into folder."""
+    os.makedirs(folder, exist_ok=True)
+    plt = results.pyplot("cm-price latency")
+    note = ""
+    if plt is not None:
+        try:
+            draw(doc, os.path.join(folder, CHART), plt)
+        except charts.LayoutError as e:
+            note = f"chart: {e}"
+    return results.write(doc, folder, lambda d, files, _n: markdown(d, files, note),
+                         csv_text(doc), charts=False) or note
+
+
+def compact(doc):
+    """The summary tables, for the terminal."""
+    return "\n".join(summary_table(doc, doc["meta"]["rates_percent"][-1]))
+
