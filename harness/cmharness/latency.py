@@ -121,15 +121,14 @@ def interval(values):
     return {"median": est.estimate, "low": est.low, "high": est.high, "n": est.n}
 
 
-def knee_of_round(points, factor=KNEE_FACTOR):
-    """The first share (ascending) whose p99 exceeds `factor` x the p99 at the lowest share, in
+def knee_of_round(points, lowest, factor=KNEE_FACTOR):
+    """The first share (ascending) whose p99 exceeds `factor` x the p99 at the `lowest` share, in
     one round: points is {pct: window_json}. math.inf when none does; None when the lowest share
     was not measured."""
-    shares = sorted(points)
-    base = points[shares[0]].get("p99_ms") if shares else None
+    base = points[lowest].get("p99_ms") if lowest in points else None
     if not base:
         return None
-    for pct in shares[1:]:
+    for pct in sorted(p for p in points if p > lowest):
         p99 = points[pct].get("p99_ms")
         if p99 is not None and p99 > factor * base:
             return pct
@@ -164,7 +163,7 @@ def summarize(curve, rounds, shares):
     p99 at the lowest share and at HALF, each over the rounds."""
     per_round = by_round(curve, rounds)
     caps = [w.get("rps") for w in curve["capacity"]]
-    knees = [knee_of_round(pts) for pts in per_round]
+    knees = [knee_of_round(pts, shares[0]) for pts in per_round]
     knee_rps = [k * c / 100 if k is not None and math.isfinite(k) and c else None
                 for k, c in zip(knees, caps)]
     at = (lambda pct, key: [w.get(key) for w in curve["points"].get(pct, [])])

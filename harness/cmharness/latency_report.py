@@ -136,6 +136,32 @@ def notes(doc):
         ""]
 
 
+def above_capacity(doc, margin=1.02):
+    """"- SERVER on ROW: at S% it answered X rps, valid in most rounds, above its capacity of C":
+    for each row, the highest such share, where the open loop got more from the server than the
+    closed loop that measured its capacity."""
+    out = []
+    for rid, pairs in rows_by_id(doc).items():
+        for t, r in pairs:
+            cap = (r["summary"].get("capacity_rps") or {}).get("median")
+            found = [p for p in r["points"] if cap and p["rps"] and p["measured_rounds"]
+                     and p["valid_rounds"] * 2 >= p["measured_rounds"]
+                     and p["rps"]["median"] > margin * cap]
+            if found:
+                p = found[-1]
+                out.append(f"- {r['label']} on `{_title(r)}`: at {p['percent']:g}% it answered "
+                           f"{p['rps']['median']:,.0f} rps, valid in {p['valid_rounds']} of "
+                           f"{p['measured_rounds']} rounds, above its capacity of {cap:,.0f}.")
+    if not out:
+        return []
+    return ["## Answered above its capacity", "",
+            "The capacity is what a closed loop got, every connection with a request in the "
+            "server; an open loop below that keeps fewer in flight, and some servers answer more "
+            "that way (a thread per connection, 2,000 threads runnable at once in the closed loop, "
+            "is the plainest case). So a capacity is the reference the shares are of, not a "
+            "ceiling, and in these rows the curve may end before the knee:", ""] + out + [""]
+
+
 def markdown(doc, chart_files=(), chart_note=""):
     meta = doc["meta"]
     prov = meta["provenance"]
@@ -146,7 +172,7 @@ def markdown(doc, chart_files=(), chart_note=""):
     elif chart_note:
         lines += [chart_note, ""]
     lines += ["## The knee and the cost at half load", ""] + summary_table(doc, last)
-    lines += notes(doc)
+    lines += notes(doc) + above_capacity(doc)
     lines += ["## Every share", ""] + curve_tables(doc)
     skipped = [f"- {s}" for s in doc.get("skipped", [])] + [
         f"- {t['label']}: {t['refused']}" for t in doc["targets"] if not t["priced"]]

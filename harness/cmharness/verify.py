@@ -163,6 +163,10 @@ def table(compared):
 
 def verify(argv, run_profile, profile_from_settings, parse_args):
     args = parse_args(argv)
+    if profiles.load(args.profile).kind == "latency":
+        print("cm-price verify: the latency profile makes no claims to verify (its figures are "
+              "curves, not efficiencies): run `build/bin/cm-price latency` again", file=sys.stderr)
+        return 2
     name = profiles.load(args.profile).name
     folder = os.path.join(args.out or os.path.join(ROOT, "results"), name)
     with open(os.path.join(folder, "results.json")) as f:
@@ -303,7 +307,7 @@ def render(argv, root=None):
     """cm-price render [PROFILE...]: each profile's results.md written again from its results.json
     and verifications.json (its charts as they are) -- after a change to how the page is written,
     never to what was measured. Every profile with a results.json by default."""
-    from . import report, results
+    from . import latency_report, report, results
     base = os.path.join(root or ROOT, "results")
     names = argv or sorted(n for n in os.listdir(base)
                            if os.path.exists(os.path.join(base, n, "results.json"))
@@ -312,8 +316,10 @@ def render(argv, root=None):
         folder = os.path.join(base, name)
         with open(os.path.join(folder, "results.json")) as f:
             doc = json.load(f)
+        latency = doc["meta"].get("profile_settings", {}).get("kind") == "latency"
         with open(os.path.join(folder, "results.md"), "w") as f:
-            f.write(report.markdown(doc, results.charts_in(folder)))
+            f.write((latency_report.markdown if latency else report.markdown)(
+                doc, results.charts_in(folder)))
         write_reruns(folder, doc, read_records(folder))
         print(f"results/{name}/results.md: written again from its results.json")
     return 0
