@@ -41,8 +41,8 @@ def _stat(key: str, fmt: str = "{:,.0f}", part: str | None = "median"):
 
     def get(row: dict) -> str:
         value = row["summary"][key]
-        if value is None:
-            raise LookupError(f"{key} was not measured in this row")
+        if value is None or (part and value[part] is None):
+            raise LookupError(f"{key} was not measured in this row (or lies beyond its range)")
         return fmt.format(value[part] if part else value)
 
     return get
@@ -74,6 +74,13 @@ FIELDS = {
     "peak_rss": _stat("peak_rss_mib", "{:.1f}"),
     "errors": _stat("errors_total", "{:,}", part=None),
     "rounds": lambda row: str(row["rounds_measured"]),
+    # results/latency (cm-price latency): a curve's summary, each the median over its rounds.
+    "capacity": _stat("capacity_rps"),
+    "knee": _stat("knee_percent", "{:.0f}%"),
+    "knee_rps": _stat("knee_rps"),
+    "cpu_half": _stat("cpu_us_at_half", "{:.1f}"),
+    "p99_half": _stat("p99_ms_at_half", "{:.2f}"),
+    "p99_low": _stat("p99_ms_at_lowest", "{:.2f}"),
 }
 
 FIGURE = re.compile(r"([0-9A-Za-z.,%/\-]*)<!--fig ([^>]*?)-->")
