@@ -241,11 +241,18 @@ def json_beside(markdown_path):
     return os.path.splitext(markdown_path)[0] + ".json"
 
 
-def write_page(markdown_path, text, doc):
+def write_page(markdown_path, text, doc, keep_blocks=()):
     """Writes a one-page result: the Markdown at markdown_path and `doc` (its provenance, its
-    figures) as JSON beside it (json_beside). Returns the JSON's path."""
+    figures) as JSON beside it (json_beside). Returns the JSON's path. A block of the page as it
+    was (block_of) named in `keep_blocks` is carried into the new one: another tool wrote it."""
     folder = os.path.dirname(os.path.abspath(markdown_path))
     os.makedirs(folder, exist_ok=True)
+    if os.path.exists(markdown_path):
+        with open(markdown_path) as f:
+            old = f.read()
+        for name in keep_blocks:
+            if block_of(old, name):
+                text = replace_block(text, name, block_of(old, name))
     with open(markdown_path, "w") as f:
         f.write(text)
     path = json_beside(markdown_path)
@@ -253,6 +260,24 @@ def write_page(markdown_path, text, doc):
         json.dump(doc, f, indent=1)
         f.write("\n")
     return path
+
+
+def block_of(text, name):
+    """The block `<!-- NAME -->` ... `<!-- /NAME -->` of a page (markers included), or "": a part of
+    a page that another tool writes (results/loadgen.md's tsung section)."""
+    begin, end = f"<!-- {name} -->", f"<!-- /{name} -->"
+    i = text.find(begin)
+    j = text.find(end, i + len(begin)) if i >= 0 else -1
+    return text[i:j + len(end)] if i >= 0 and j >= 0 else ""
+
+
+def replace_block(text, name, block):
+    """`text` with its block NAME replaced by `block` (which holds the markers), or `block` added
+    at its end, after one blank line, when it has none."""
+    old = block_of(text, name)
+    if old:
+        return text.replace(old, block.rstrip("\n"))
+    return (text.rstrip("\n") + "\n\n" if text.strip() else "") + block.rstrip("\n") + "\n"
 
 
 def pyplot(tool):

@@ -27,10 +27,6 @@ class WritePage(unittest.TestCase):
                 self.assertEqual(json.load(f), {"provenance": {"trees": {}}})
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class KeptOfLoad(unittest.TestCase):
     def test_a_results_file_keeps_cm_loads_figures_not_its_merge_data(self):
         raw = {"tool": "cm-load", "rps": 5.0, "latency_us": {"p99": 7},
@@ -38,3 +34,38 @@ class KeptOfLoad(unittest.TestCase):
         kept = results.kept_of_load(raw)
         self.assertEqual(kept, {"tool": "cm-load", "rps": 5.0, "latency_us": {"p99": 7}})
         self.assertIn("histograms", raw)  # the run's own file is left whole
+
+
+class Blocks(unittest.TestCase):
+    """A section of a page another tool writes: results/loadgen.md's tsung section survives
+    cross-check rewriting the page, and tsung-check rewrites only its own section."""
+
+    BLOCK = "<!-- t -->\n## T\nfigures\n<!-- /t -->"
+
+    def test_a_block_is_found_with_its_markers_and_replaced_in_place(self):
+        page = "# Page\n\n" + self.BLOCK + "\n\n## After\n"
+        self.assertEqual(results.block_of(page, "t"), self.BLOCK)
+        new = results.replace_block(page, "t", "<!-- t -->\nnew\n<!-- /t -->\n")
+        self.assertEqual(new, "# Page\n\n<!-- t -->\nnew\n<!-- /t -->\n\n## After\n")
+
+    def test_a_missing_block_is_added_at_the_end_and_an_unclosed_one_is_not_a_block(self):
+        self.assertEqual(results.replace_block("# Page\n", "t", self.BLOCK),
+                         "# Page\n\n" + self.BLOCK + "\n")
+        self.assertEqual(results.replace_block("", "t", self.BLOCK), self.BLOCK + "\n")
+        self.assertEqual(results.block_of("<!-- t -->\nno end", "t"), "")
+
+    def test_write_page_keeps_the_named_blocks_of_the_page_it_replaces(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            md = os.path.join(tmp, "page.md")
+            with open(md, "w") as f:
+                f.write("# Old\n\n" + self.BLOCK + "\n")
+            results.write_page(md, "# New\n", {}, keep_blocks=("t", "absent"))
+            with open(md) as f:
+                self.assertEqual(f.read(), "# New\n\n" + self.BLOCK + "\n")
+            results.write_page(md, "# Newer\n", {})
+            with open(md) as f:
+                self.assertEqual(f.read(), "# Newer\n")
+
+
+if __name__ == "__main__":
+    unittest.main()
