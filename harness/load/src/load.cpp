@@ -207,11 +207,13 @@ unsigned add_source_addresses(const Options& options, Target& target) {
     sources = loopback ? std::min(254u, (options.connections + per - 1) / per) : 1;
   }
   sources = std::max(sources, 1u);
-  if (sources > 254) throw std::invalid_argument("--source-addresses must be in 1..254");
-  if (sources > 1 && !loopback)
-    throw std::invalid_argument("several source addresses are only for 127.0.0.x targets");
-  if (sources > 1) {
-    for (unsigned i = 1; i <= sources; ++i) {
+  const unsigned first = options.first_source;
+  if (first < 1 || first + sources - 1 > 254)
+    throw std::invalid_argument("--source-addresses must lie in 127.0.0.1..127.0.0.254");
+  if ((sources > 1 || first > 1) && !loopback)
+    throw std::invalid_argument("other source addresses are only for 127.0.0.x targets");
+  if (sources > 1 || first > 1) {
+    for (unsigned i = first; i < first + sources; ++i) {
       in_addr a{};
       a.s_addr = htonl((127u << 24) | i);
       target.sources.push_back(a);
@@ -356,6 +358,7 @@ struct Window {
   std::int64_t end_ns = 0;
   double cpu_start_s = 0;
   double cpu_end_s = 0;
+  double warmup_s = 0;  ///< from the end of the connect phase (and stagger) to the window
 };
 
 /// From the end of the connect phase: the stagger (with --stagger only), the warm-up, then the
@@ -368,6 +371,15 @@ Window stagger_warmup_and_window(Loops& loops, Progress& progress, const Target&
   const std::int64_t ramp_end = origin + target.stagger_ns;
   Window window;
   window.start_ns = ramp_end + static_cast<std::int64_t>(options.warmup_s * 1e9);
+  if (options.window_at_ns) {  // one window shared with other cm-load processes
+    if (*options.window_at_ns < ramp_end)
+      throw std::invalid_argument(
+          "--window-at: the window was due " +
+          std::to_string((ramp_end - *options.window_at_ns) / 1'000'000) +
+          " ms before the connections were open (and staggered): set it later");
+    window.start_ns = *options.window_at_ns;
+  }
+  window.warmup_s = static_cast<double>(window.start_ns - ramp_end) / 1e9;
   window.end_ns = window.start_ns + static_cast<std::int64_t>(options.duration_s * 1e9);
   loops.shared.window_start_ns.store(window.start_ns);
   loops.shared.window_end_ns.store(window.end_ns);
@@ -444,6 +456,7 @@ Result run(const Options& options) {
   if (options.log) *options.log << connect_phase_line(result, loops, opened, resolved) << std::endl;
 
   const Window window = stagger_warmup_and_window(loops, progress, target, options);
+  result.warmup_s = window.warmup_s;
   result.connections_open = progress.open();
   loops.stop();
   collect(result, loops, window, options);

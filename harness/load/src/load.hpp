@@ -36,6 +36,11 @@ struct Options {
   std::optional<std::string> expect_body;       ///< nullopt: the URL's default (url_template.hpp)
   std::optional<std::uint64_t> min_latency_ms;  ///< nullopt: the URL's default
   unsigned source_addresses = 0;                ///< 0 = auto: as many 127.0.0.x as the ports need
+  unsigned first_source = 1;                    ///< the sources are 127.0.0.FIRST and on
+  /// --window-at: the measured window starts at this CLOCK_MONOTONIC time (ns) instead of after
+  /// the warm-up, so that several cm-load processes measure one window (cm-load merge); the
+  /// warm-up is whatever time is left before it. nullopt: after the warm-up.
+  std::optional<std::int64_t> window_at_ns;
   /// Spread the first requests: connection i of N sends its first at i * spread / N after the
   /// connect phase, instead of as soon as it is open (README.md, "Stagger").
   bool stagger = false;

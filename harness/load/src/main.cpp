@@ -39,6 +39,7 @@ struct CommandLine {
   std::string expect_body;
   double stagger_ms = 0;
   double rate = 0;
+  std::int64_t window_at_ns = 0;
   std::string arrival = "constant";
   bool quiet = false;
   // Whether these were given (their values have no "not given" of their own).
@@ -46,6 +47,7 @@ struct CommandLine {
   CLI::Option* expect_body_option = nullptr;
   CLI::Option* min_latency_option = nullptr;
   CLI::Option* rate_option = nullptr;
+  CLI::Option* window_at_option = nullptr;
 };
 
 /// Declares cm-load's options on `app`, each stored into `cl`.
@@ -95,8 +97,14 @@ void add_options(CLI::App& app, CommandLine& cl) {
   app.add_option("--json", cl.json_file, "write the result as JSON to FILE");
   app.add_flag("-q,--quiet", cl.quiet, "no progress line each second");
   app.add_option("--source-addresses", cl.source_addresses,
-                 "auto, or N: spread connections over 127.0.0.1..127.0.0.N")
+                 "auto, or N: spread connections over 127.0.0.1..127.0.0.N, or A-B: over "
+                 "127.0.0.A..127.0.0.B (cm-load processes run side by side take apart ranges)")
       ->capture_default_str();
+  cl.window_at_option = app.add_option(
+      "--window-at", cl.window_at_ns,
+      "start the measured window at this CLOCK_MONOTONIC time, ns, instead of after --warmup: "
+      "cm-load processes run side by side with the same value measure one window (cm-load "
+      "merge); exit 2 if the connections were not open by then");
 }
 
 /// Converts the parsed options that Options holds in another form into `cl.options`. Throws
@@ -114,11 +122,23 @@ void convert_options(CommandLine& cl) {
     options.stagger = true;
     options.stagger_ms = cl.stagger_ms;
   }
+  if (*cl.window_at_option) options.window_at_ns = cl.window_at_ns;
   if (cl.source_addresses != "auto") {
+    const std::string& text = cl.source_addresses;
+    const std::size_t dash = text.find('-');
     std::size_t used = 0;
-    int n = std::stoi(cl.source_addresses, &used);
-    if (used != cl.source_addresses.size() || n < 1 || n > 254) throw std::invalid_argument("");
-    options.source_addresses = static_cast<unsigned>(n);
+    int first = 1;
+    if (dash != std::string::npos) {
+      first = std::stoi(text.substr(0, dash), &used);
+      if (used != dash) throw std::invalid_argument("");
+    }
+    const std::string rest = dash == std::string::npos ? text : text.substr(dash + 1);
+    int last = std::stoi(rest, &used);
+    if (used != rest.size()) throw std::invalid_argument("");
+    if (dash == std::string::npos) last += first - 1;  // N: 127.0.0.1..N
+    if (first < 1 || last < first || last > 254) throw std::invalid_argument("");
+    options.first_source = static_cast<unsigned>(first);
+    options.source_addresses = static_cast<unsigned>(last - first + 1);
   }
 }
 
@@ -184,11 +204,11 @@ int main(int argc, char** argv) {
   try {
     convert_options(cl);
   } catch (const std::invalid_argument& e) {
-    std::cerr << "cm-load: " << (*e.what() ? e.what() : "--source-addresses: auto or 1..254")
+    std::cerr << "cm-load: " << (*e.what() ? e.what() : "--source-addresses: auto, N (1..254) or A-B (1 <= A <= B <= 254)")
               << "\n";
     return 2;
   } catch (const std::out_of_range&) {
-    std::cerr << "cm-load: --source-addresses: auto or 1..254\n";
+    std::cerr << "cm-load: --source-addresses: auto, N (1..254) or A-B (1 <= A <= B <= 254)\n";
     return 2;
   }
   cl.options.log = &std::cerr;

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <sstream>
 #include <thread>
 
@@ -408,6 +409,62 @@ TEST(Merge, RefusesRunsThatWereNotOneRow) {
   broken.erase("histograms");
   EXPECT_THROW(from_json(broken), std::invalid_argument);
   EXPECT_THROW(from_json(nlohmann::json{{"tool", "wrk"}}), std::invalid_argument);
+}
+
+std::int64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
+}
+
+// Several cm-load processes spread one row (the arena above one process's open files): the same
+// --window-at gives them one window, which cm-load merge requires.
+TEST(Load, WindowAtGivesRunsStartedApartOneWindow) {
+  TestServer server(Behaviour::correct);
+  const std::int64_t at = monotonic_ns() + 800'000'000;
+  Options o = short_run(server.port(), "/delay/{ms}");
+  o.window_at_ns = at;
+  Result first, second;
+  std::thread other([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // started later
+    second = run(o);
+  });
+  first = run(o);
+  other.join();
+  for (const Result* r : {&first, &second}) {
+    EXPECT_EQ(r->window_start_ns, at);
+    EXPECT_EQ(r->window_end_ns, at + static_cast<std::int64_t>(o.duration_s * 1e9));
+    EXPECT_LT(r->warmup_s, 0.8);  // what was left of the lead once the connections were open
+    EXPECT_GT(r->requests, 0u);
+  }
+  EXPECT_GT(first.warmup_s, second.warmup_s);
+  EXPECT_EQ(merge({from_json(to_json(first)), from_json(to_json(second))}).parts, 2u);
+}
+
+TEST(Load, AWindowAtThatHasPassedIsAClearError) {
+  TestServer server(Behaviour::correct);
+  Options o = short_run(server.port(), "/plaintext");
+  o.window_at_ns = monotonic_ns() - 1'000'000'000;
+  try {
+    run(o);
+    FAIL() << "a window due before the connections were open was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--window-at"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Load, SourceAddressesFromARangeApartFromAnotherRuns) {
+  TestServer server(Behaviour::correct);
+  Options o = short_run(server.port(), "/plaintext");
+  o.first_source = 5;
+  o.source_addresses = 2;  // 127.0.0.5 and 127.0.0.6
+  o.duration_s = 0.3;
+  Result r = run(o);
+  EXPECT_EQ(r.source_addresses, 2u);
+  EXPECT_EQ(r.connections_open, kConnections);
+  EXPECT_EQ(r.errors.total(), 0u);
+  o.first_source = 254;  // 127.0.0.254 and .255: past the range
+  EXPECT_THROW(run(o), std::invalid_argument);
 }
 
 TEST(Load, OptionsThatMakeNoSenseAreRejected) {
