@@ -183,6 +183,81 @@ def run(argv, json_path, *, cpus=(), log_path, limit_s, on_poll=None, poll_s=0.0
     return LoadRun(result, status, window, tail(log_path), exited - t0)
 
 
+#: Connections one cm-load process holds here: the open-files limit is 20,000 a process.
+CONNECTIONS_PER_PROCESS = 19_000
+
+
+def parts_of(connections, per_process=CONNECTIONS_PER_PROCESS):
+    """The connections of each cm-load process a row of `connections` needs: as few processes as
+    hold them, as even as can be ([30000] -> [15000, 15000])."""
+    n = max(1, -(-connections // per_process))
+    return [connections // n + (1 if k < connections % n else 0) for k in range(n)]
+
+
+def connections_per_source(port_range="/proc/sys/net/ipv4/ip_local_port_range"):
+    """As cm-load reckons it: a quarter of the ephemeral port range per source address."""
+    try:
+        with open(port_range) as f:
+            lo, hi = (int(x) for x in f.read().split())
+    except (OSError, ValueError):
+        lo, hi = 32768, 60999
+    return max((hi - lo + 1) // 4, 1)
+
+
+def source_ranges(sizes, per_source):
+    """Apart 127.0.0.A-B ranges, one per process, each with enough addresses for its part."""
+    out, first = [], 1
+    for size in sizes:
+        count = max(1, -(-size // per_source))
+        if first + count - 1 > 254:
+            raise ValueError(f"{sum(sizes):,} connections need more than 254 source addresses")
+        out.append((first, first + count - 1))
+        first += count
+    return out
+
+
+def run_parts(argvs, json_paths, merged_path, *, window_at_s, cpus=(), log_dir, limit_s,
+              on_poll=None, poll_s=0.005, bin_dir=None):
+    """Runs several cm-load processes side by side (each argv with its own --connections,
+    --source-addresses and the same --window-at), then `cm-load merge` of their JSON into
+    merged_path: one LoadRun, its window the one they shared (window_at_s on time.monotonic(),
+    which is CLOCK_MONOTONIC as --window-at is). A process that failed fails the whole run."""
+    for path in [*json_paths, merged_path]:
+        if os.path.exists(path):
+            os.remove(path)
+    t0 = time.monotonic()
+    procs, logs = [], []
+    for k, argv in enumerate(argvs):
+        logs.append(os.path.join(log_dir, f"part{k + 1}.log"))
+        with open(logs[-1], "w") as log:
+            procs.append(processes.start(argv, cpus, stdout=subprocess.DEVNULL, stderr=log))
+    status = None
+    while any(p.poll() is None for p in procs):
+        now = time.monotonic()
+        if now - t0 > limit_s:
+            for p in procs:
+                processes.stop(p)
+            status = "timed out"
+            break
+        if on_poll:
+            on_poll(now)
+        time.sleep(poll_s)
+    ended = [processes.describe(p.returncode) for p in procs]
+    status = status or next((e for e in ended if e not in ("exit 0", "exit 3")), ended[0])
+    tails = " || ".join(f"part {k + 1}: {tail(log)}" for k, log in enumerate(logs))
+    result, window = None, None
+    if all(os.path.exists(p) for p in json_paths):
+        merge = [os.path.join(bin_dir or default_bin_dir(), "cm-load"), "merge", *json_paths,
+                 "--json", merged_path]
+        done = processes.run(merge, cpus, timeout=60, check=False)
+        if os.path.exists(merged_path):
+            result = LoadResult.read(merged_path)
+            window = (window_at_s, window_at_s + result.duration_s)
+        else:
+            tails += f" || cm-load merge: {(done.stderr or done.stdout).strip()[-300:]}"
+    return LoadRun(result, status, window, tails, time.monotonic() - t0)
+
+
 def _stagger_s(result):
     return float(result.raw.get("stagger_ms") or 0) / 1000 if result.raw.get("stagger") else 0.0
 

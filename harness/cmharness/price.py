@@ -251,22 +251,54 @@ class Runner:
         m.phase_s = self.rng.uniform(0, row.mean_delay_ms / 1000) if not m.is_ceiling else 0.0
         warmup_s += m.phase_s
         tag = os.path.join(s.work_dir, f"{self.sequence:05d}")
-        argv = load.command(server.url(row.path), connections=row.connections,
-                            threads=s.load_threads, duration_s=duration_s, warmup_s=warmup_s,
-                            timeout_ms=profiles.timeout_ms(p, row), delay=row.delay,
-                            stagger_ms=m.stagger_ms, json_path=tag + ".json", bin_dir=s.bin_dir,
-                            extra=extra)
+        common = dict(threads=s.load_threads, duration_s=duration_s, warmup_s=warmup_s,
+                      timeout_ms=profiles.timeout_ms(p, row), delay=row.delay,
+                      stagger_ms=m.stagger_ms, bin_dir=s.bin_dir)
         limit = warmup_s + duration_s + m.stagger_ms / 1000 + 120
+        parts = load.parts_of(row.connections, p.connections_per_load)
+        if len(parts) == 1:
+            argv = load.command(server.url(row.path), connections=row.connections,
+                                json_path=tag + ".json", extra=extra, **common)
+            launch = (lambda on_poll: load.run(argv, tag + ".json", cpus=s.load_cpus,
+                                               log_path=tag + ".log", limit_s=limit,
+                                               on_poll=on_poll))
+        else:
+            launch = self._parts(server.url(row.path), parts, tag, common, extra, limit)
+            m.notes.append(("parts", f"spread over {len(parts)} cm-load processes "
+                            f"({' + '.join(f'{n:,}' for n in parts)} connections: one process "
+                            f"holds at most {p.connections_per_load:,}), measuring one window "
+                            "(--window-at), merged by `cm-load merge`"))
         try:
             m.settle_s = settle(server)
             server.reset_peak_rss()
             m.rss_before_kib = server.readings().rss_kib
-            self._run_window(m, server, argv, tag, limit)
+            self._run_window(m, server, launch)
         except (RuntimeError, OSError, ValueError, KeyError) as e:
             m.error = m.error or str(e)
         return m
 
-    def _run_window(self, m, server, argv, tag, limit):
+    def _parts(self, url, parts, tag, common, extra, limit):
+        """A launcher of the cm-load processes of one row too big for one: apart source
+        addresses, one window for all, set when it is launched (the connect phase of the whole
+        row, at 5,000 connections a second and 2 s to spare, then the warm-up and stagger)."""
+        s = self.settings
+        ranges = load.source_ranges(parts, load.connections_per_source())
+        lead_s = 2.0 + sum(parts) / 5000 + common["warmup_s"] + common["stagger_ms"] / 1000
+
+        def launch(on_poll):
+            window_at = time.monotonic() + lead_s
+            paths = [f"{tag}.part{k + 1}.json" for k in range(len(parts))]
+            argvs = [load.command(url, connections=n, json_path=path,
+                                  extra=[*extra, "--source-addresses", f"{a}-{b}",
+                                         "--window-at", str(int(window_at * 1e9))], **common)
+                     for n, path, (a, b) in zip(parts, paths, ranges)]
+            return load.run_parts(argvs, paths, tag + ".json", window_at_s=window_at,
+                                  cpus=s.load_cpus, log_dir=s.work_dir, limit_s=limit + lead_s,
+                                  on_poll=on_poll, bin_dir=s.bin_dir)
+
+        return launch
+
+    def _run_window(self, m, server, launch):
         samples, last = [], [0.0]
 
         def sample(now):
@@ -277,8 +309,7 @@ class Runner:
         ticks = proc.machine_ticks()
         cpu0 = server.cpu_seconds()
         kids0 = _children_cpu()
-        run = load.run(argv, tag + ".json", cpus=self.settings.load_cpus, log_path=tag + ".log",
-                       limit_s=limit, on_poll=sample)
+        run = launch(sample)
         if run.result is None:
             m.error = f"cm-load {run.status}: {run.log_tail}"
             return

@@ -107,6 +107,9 @@ class Profile:
     ceiling_at_row_connections: bool = False
     chart: str = "bars"
     variants: list = dataclasses.field(default_factory=lambda: [Variant()])
+    # A row with more connections is spread over several cm-load processes (one process holds
+    # at most this many here: 20,000 open files), measuring one window, merged.
+    connections_per_load: int = 19_000
     kind: str = "pricing"
     rates_percent: list = dataclasses.field(default_factory=list)  # latency: offered, % of capacity
     rows: list = dataclasses.field(default_factory=list)  # Row, CPU-ceiling rows first
@@ -139,7 +142,7 @@ _TOP = {"name", "description", "duration_s", "warmup_s", "ceiling_window", "roun
         "timeout_ms",
         "models", "peers", "server", "load_threads", "fresh_server", "stagger_cap_ms", "chart",
         "ceiling_margin",
-        "variants", "rows", "kind", "rates_percent"}
+        "variants", "rows", "kind", "rates_percent", "connections_per_load"}
 _ROW = {"id", "path", "delay_ms", "connections", "sweep", "cpu_ceiling", "stagger"}
 
 
@@ -150,7 +153,7 @@ def parse(doc):
         raise ProfileError('profile: "name" is required')
     p = Profile(name=doc["name"], description=doc.get("description", ""))
     for key in ("duration_s", "warmup_s", "rounds", "max_rounds", "timeout_ms", "load_threads",
-                "stagger_cap_ms", "ceiling_margin"):
+                "stagger_cap_ms", "ceiling_margin", "connections_per_load"):
         if key in doc:
             setattr(p, key, _positive(doc[key], key) if key != "warmup_s" else float(doc[key]))
     window = doc.get("ceiling_window", {})

@@ -94,11 +94,74 @@ class EndToEnd(unittest.TestCase):
         self.assertEqual({c["id"] for c in last["claims"]}, {"asio_coro delay 20 16 efficiency"})
 
 
+def run_profile(doc, *args):
+    """cm-price on a profile document in a scratch folder: (completed process, results.json)."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, doc["name"] + ".json")
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        ran = cm_price(path, "--out", d, "--bin-dir", BIN, "--no-charts", "--seed", "1", *args)
+        found = os.path.join(d, doc["name"], "results.json")
+        if not os.path.exists(found):
+            return ran, None
+        with open(found) as f:
+            return ran, json.load(f)
+
+
+@unittest.skipUnless(os.path.exists(os.path.join(BIN, "cm-server")), "cm-server is not built")
+class SpreadOverProcesses(unittest.TestCase):
+    """A row with more connections than one cm-load process holds is spread over several, which
+    measure one window (--window-at), and its figures are their merge (cm-load merge)."""
+
+    def test_a_row_of_30_connections_at_12_a_process_is_three_processes_merged(self):
+        doc = {"name": "parts", "rounds": 1, "duration_s": 0.5, "warmup_s": 0.2, "peers": [],
+               "connections_per_load": 12,
+               "rows": [{"id": "delay", "path": "/delay/{ms}", "delay_ms": [20],
+                         "connections": [30]}]}
+        ran, res = run_profile(doc, "--models", "asio_coro")
+        self.assertIsNotNone(res, ran.stderr)
+        m = res["targets"][0]["rows"][0]["rounds"][0]
+        self.assertEqual(m["error"], "", m)
+        notes = {n["kind"]: n["text"] for n in m["notes"]}
+        self.assertIn("10 + 10 + 10 connections", notes["parts"])
+        self.assertEqual(m["load"]["connections_open"], 30)
+        self.assertEqual(m["load"]["parts"], 3)
+        self.assertEqual(m["load"]["errors_total"], 0)
+        # 30 connections asking for 20 ms each: about 1,500 answers a second, whichever process.
+        self.assertGreater(m["rps"], 1_000)
+        self.assertLess(m["rps"], 1_500 * 1.05)
+
+
+@unittest.skipUnless(os.path.exists(os.path.join(BIN, "cm-server")), "cm-server is not built")
+class LatencyProfile(unittest.TestCase):
+    """The latency kind end to end: a capacity, then an open-loop window at each share."""
+
+    def test_every_share_is_measured_open_loop_and_the_page_is_written(self):
+        doc = {"name": "lat", "kind": "latency", "rounds": 1, "duration_s": 0.3,
+               "warmup_s": 0.1, "rates_percent": [10, 50], "peers": [],
+               "rows": [{"id": "plaintext", "path": "/plaintext", "connections": [8]}]}
+        ran, res = run_profile(doc, "--models", "asio_coro")
+        self.assertIsNotNone(res, ran.stderr)
+        row = res["targets"][0]["rows"][0]
+        self.assertEqual([p["percent"] for p in row["points"]], [10, 50])
+        capacity = row["capacity_rounds"][0]["rps"]
+        for w in row["rounds"]:
+            self.assertEqual(w["error"], "", w)
+            self.assertAlmostEqual(w["offered_rps"], capacity * w["percent"] / 100, delta=1)
+            self.assertEqual(w["load"]["open_loop"]["latency_from"], "intended send time")
+        self.assertIn("knee: p99 > 10x", ran.stdout)
+
+
 class Usage(unittest.TestCase):
     def test_an_unknown_profile_is_a_usage_error(self):
         r = cm_price("no-such-profile")
         self.assertEqual(r.returncode, 2)
         self.assertIn('no profile "no-such-profile"', r.stderr)
+
+    def test_verify_of_the_latency_profile_says_it_has_no_claims(self):
+        r = cm_price("verify", "latency")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("makes no claims to verify", r.stderr)
 
 
 if __name__ == "__main__":

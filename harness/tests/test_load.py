@@ -51,5 +51,30 @@ class Threads(unittest.TestCase):
         self.assertEqual(load.LoadResult.from_json(doc).threads, 1)
 
 
+
+
+class Parts(unittest.TestCase):
+    """A row too big for one cm-load process: how it is split, and the addresses each part uses."""
+
+    def test_as_few_processes_as_hold_the_row_as_even_as_can_be(self):
+        self.assertEqual(load.parts_of(18_000), [18_000])
+        self.assertEqual(load.parts_of(30_000), [15_000, 15_000])
+        self.assertEqual(load.parts_of(40_001, 19_000), [13_334, 13_334, 13_333])
+        self.assertEqual(load.parts_of(30, 12), [10, 10, 10])
+
+    def test_each_part_gets_apart_source_addresses_enough_for_its_connections(self):
+        self.assertEqual(load.source_ranges([15_000, 15_000], 7_000), [(1, 3), (4, 6)])
+        self.assertEqual(load.source_ranges([10, 10], 7_000), [(1, 1), (2, 2)])
+        with self.assertRaisesRegex(ValueError, "254 source addresses"):
+            load.source_ranges([200_000, 200_000], 1_000)
+
+    def test_connections_per_source_is_a_quarter_of_the_port_range(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".txt") as f:
+            f.write("32768\t60999\n")
+            f.flush()
+            self.assertEqual(load.connections_per_source(f.name), 7_058)
+        self.assertEqual(load.connections_per_source("/nonexistent"), 7_058)
+
+
 if __name__ == "__main__":
     unittest.main()
