@@ -175,12 +175,21 @@ def summarize(curve, rounds, shares):
             "knee_rounds": knees}
 
 
+def in_system(w):
+    """Little's law on one window: the requests in the system on average, L = answers a second x
+    their mean latency from the intended send time (the whole latency, not the overshoot: a
+    request waiting for its delay, or for an idle connection, is in the system too)."""
+    lat = (w.get("load") or {}).get("latency_us") or {}
+    return w["rps"] * lat["mean"] / 1e6 if "mean" in lat and w.get("rps") is not None else None
+
+
 def point_summary(windows):
     """One share over the rounds: each figure's interval, and how many windows were valid."""
     ok = [w for w in windows if w.get("p99_ms") is not None]
     keys = ("offered_rps", "rps", "rate_ratio", "p50_ms", "p99_ms", "p999_ms", "own_lag_p99_ms",
-            "cpu_us_per_request")
+            "cpu_us_per_request", "server_busy")
     out = {k: interval([w.get(k) for w in ok]) for k in keys}
+    out["in_system"] = interval([in_system(w) for w in ok])
     out["valid_rounds"] = sum(1 for w in ok if w.get("valid"))
     out["measured_rounds"] = len(ok)
     out["errors_total"] = sum(w.get("errors_total", 0) for w in ok)
@@ -220,6 +229,24 @@ def document_rows(runner):
                         "validation": {"ok": v.ok, "failure": v.failure, "passed": v.passed}
                         if v else None, "rows": rows})
     return targets
+
+
+def resummarize(doc):
+    """Every row's summary and points computed again from the windows it keeps (after a change to
+    how a figure is computed from them -- never to what was measured)."""
+    shares = doc["meta"]["rates_percent"]
+    for t in doc["targets"]:
+        for row in t["rows"]:
+            rounds = len(row["capacity_rounds"])
+            points = {pct: [{"error": "not run"}] * rounds for pct in shares}
+            for w in row["rounds"]:
+                if "round" in w and w.get("percent") in points:
+                    points[w["percent"]] = list(points[w["percent"]])
+                    points[w["percent"]][w["round"]] = w
+            curve = {"capacity": row["capacity_rounds"], "points": points}
+            row["summary"] = summarize(curve, rounds, shares)
+            row["points"] = [dict(percent=pct, **point_summary(points[pct])) for pct in shares]
+    return doc
 
 
 def document(runner, meta, skipped):

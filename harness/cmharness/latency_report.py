@@ -89,10 +89,10 @@ def curve_tables(doc):
     for rid, pairs in rows_by_id(doc).items():
         lines += [f"### {_title(pairs[0][1])}", "",
                   "| server | share | offered, rps | answered, rps | rate ratio | valid rounds "
-                  "| p50, ms | p99, ms | p99.9, ms | own lag p99, ms | CPU per request, µs "
-                  "| errors |",
+                  "| p50, ms | p99, ms | p99.9, ms | own lag p99, ms | in system | server CPU busy "
+                  "| CPU per request, µs | errors |",
                   "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-                  "| ---: |"]
+                  "| ---: | ---: | ---: |"]
         for t, r in pairs:
             for pt in r["points"]:
                 lines.append(
@@ -101,6 +101,7 @@ def curve_tables(doc):
                     f"| {pt['valid_rounds']} of {pt['measured_rounds']} "
                     f"| {_m(pt['p50_ms'], '{:.3f}')} | {_m(pt['p99_ms'], '{:.3f}')} "
                     f"| {_m(pt['p999_ms'], '{:.3f}')} | {_m(pt['own_lag_p99_ms'], '{:.3f}')} "
+                    f"| {_m(pt.get('in_system'), '{:,.1f}')} | {_m(pt.get('server_busy'), '{:.0%}')} "
                     f"| {_m(pt['cpu_us_per_request'], '{:.1f}')} | {pt['errors_total']:,} |")
         lines.append("")
     return lines
@@ -128,8 +129,12 @@ def notes(doc):
         "valid.",
         "- **own lag**: how late cm-load itself sent what was due (its timer, its loop): a p99 "
         "far below the latency's says the latency is the server's.",
-        "- **CPU per request**: the server's CPU time over the window (user and system, from "
-        "/proc) over the answers in it.",
+        "- **in system**: Little's law, L = λ × W: answers a second times their mean latency "
+        "(the whole latency, from when each was due): the requests inside the server, or waiting "
+        "for an idle connection, on average.",
+        "- **server CPU busy**: the server's CPU time over the window's, on its one CPU; "
+        "**CPU per request**: that CPU time (user and system, from /proc) over the answers in "
+        "the window.",
         "- **errors**: answers cm-load could not accept (a wrong status or body, a reset, a "
         "timeout) summed over the rounds. A timeout is a request unanswered for cm-load's "
         "--timeout after it was sent; beyond capacity that is the growing queue.",

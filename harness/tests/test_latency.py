@@ -84,6 +84,27 @@ class ACurvesSummary(unittest.TestCase):
         self.assertEqual(latency.point_summary(c["points"][50])["valid_rounds"], 6)
 
 
+class LittlesLawAndResummarizing(unittest.TestCase):
+    def test_in_system_is_the_answer_rate_times_the_whole_mean_latency(self):
+        w = {"rps": 40_000.0, "load": {"latency_us": {"mean": 200.0}, "overshoot_us": {"mean": 1}}}
+        self.assertAlmostEqual(latency.in_system(w), 8.0)
+        self.assertIsNone(latency.in_system({"rps": 1.0}))  # an old window without cm-load's JSON
+
+    def test_the_summaries_are_computed_again_from_the_windows_kept(self):
+        doc = document()
+        row = doc["targets"][0]["rows"][0]
+        before = row["summary"]["knee_percent"]["median"]
+        for w in row["rounds"]:
+            if w["percent"] == 50:
+                w["p99_ms"] = 100.0  # the knee moves to 50% in every round
+                w["cpu_us_per_request"] = 30.0
+        latency.resummarize(doc)
+        self.assertEqual(before, 90)
+        self.assertEqual(row["summary"]["knee_percent"]["median"], 50)
+        self.assertEqual(row["summary"]["cpu_us_at_half"]["median"], 30.0)
+        self.assertEqual([p["percent"] for p in row["points"]], SHARES)
+
+
 class AWindow(unittest.TestCase):
     DOC = {"tool": "cm-load", "url": "http://127.0.0.1:1/delay/10", "connections_requested": 2,
            "connections_open": 2, "connect_failures": {}, "delay_ms": {"mean": 10},
@@ -188,6 +209,7 @@ class ThePage(unittest.TestCase):
         self.assertNotIn("nginx", delay)
         self.assertIn("p99 overshoot", delay)
         self.assertIn("| asio_coro | 110% | 1,250 | 1,000 | 0.800 | 0 of 6 |", text)
+        self.assertIn("| 0.100 | - | - | 10.0 | 0 |", text)  # no mean latency, no busy: "-"
 
     def test_a_share_answered_above_the_capacity_is_named_and_none_otherwise(self):
         self.assertEqual(latency_report.above_capacity(document()), [])
