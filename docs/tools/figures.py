@@ -11,6 +11,7 @@ a reader of the rendered page does not see:
     fig PROFILE ratio A B ROW CONNECTIONS                 median rps of A over B's, as "1.9"
     fig PROFILE times A B ROW CONNECTIONS                 the same, whole, as "31" ("about 31 times")
     fig PROFILE percent A B ROW CONNECTIONS               the same as a percentage, as "94%"
+    fig latency SERVER ROW CONNECTIONS p99@90              one share of a latency curve (SHARE_FIELDS)
 
 CONNECTIONS is the row's connections asked, or "-" when the server has one row of that id. The
 figure is the text right before the comment (digits, letters, ',', '.', '%', '-', '/'). FIELD is one
@@ -83,6 +84,25 @@ FIELDS = {
     "p99_low": _stat("p99_ms_at_lowest", "{:.2f}"),
 }
 
+# results/latency: one share of a curve, "FIELD@SHARE" (`p99@90`: the median p99 at 90% of capacity).
+SHARE_FIELDS = {"p50": ("p50_ms", "{:.2f}"), "p99": ("p99_ms", "{:.2f}"),
+                "p999": ("p999_ms", "{:.2f}"), "cpu": ("cpu_us_per_request", "{:.1f}"),
+                "rps": ("rps", "{:,.0f}"), "offered": ("offered_rps", "{:,.0f}"),
+                "ratio": ("rate_ratio", "{:.3f}"), "lag": ("own_lag_p99_ms", "{:.2f}"),
+                "in_system": ("in_system", "{:,.0f}")}
+SHARE = re.compile(r"^([a-z0-9_]+)@(\d+)$")
+
+
+def share_field(row: dict, field: str) -> str:
+    """FIELD@SHARE of a latency row: the median over its rounds of that share's figure."""
+    name, share = SHARE.match(field).groups()
+    key, fmt = SHARE_FIELDS[name]
+    for point in row.get("points", []):
+        if point["percent"] == int(share) and point.get(key):
+            return fmt.format(point[key]["median"])
+    raise LookupError(f"no {key} at {share}% in this row")
+
+
 FIGURE = re.compile(r"([0-9A-Za-z.,%/\-]*)<!--fig ([^>]*?)-->")
 
 
@@ -142,8 +162,12 @@ class Results:
         if len(words) != 5:
             raise LookupError("expected: fig PROFILE SERVER ROW CONNECTIONS FIELD")
         profile, server, row_id, connections, field = words
+        m = SHARE.match(field)
+        if m and m.group(1) in SHARE_FIELDS:
+            return share_field(self.row(profile, server, row_id, connections), field)
         if field not in FIELDS:
-            raise LookupError(f"unknown field {field!r} (one of {', '.join(sorted(FIELDS))})")
+            raise LookupError(f"unknown field {field!r} (one of {', '.join(sorted(FIELDS))}, or "
+                              f"{'|'.join(SHARE_FIELDS)}@SHARE)")
         return FIELDS[field](self.row(profile, server, row_id, connections))
 
 
