@@ -216,7 +216,7 @@ def source_ranges(sizes, per_source):
     return out
 
 
-def run_parts(argvs, json_paths, merged_path, *, window_at_s, cpus=(), log_dir, limit_s,
+def run_parts(argvs, json_paths, merged_path, *, window_at_s, cpus=(), log_prefix, limit_s,
               on_poll=None, poll_s=0.005, bin_dir=None):
     """Runs several cm-load processes side by side (each argv with its own --connections,
     --source-addresses and the same --window-at), then `cm-load merge` of their JSON into
@@ -228,7 +228,7 @@ def run_parts(argvs, json_paths, merged_path, *, window_at_s, cpus=(), log_dir, 
     t0 = time.monotonic()
     procs, logs = [], []
     for k, argv in enumerate(argvs):
-        logs.append(os.path.join(log_dir, f"part{k + 1}.log"))
+        logs.append(f"{log_prefix}.part{k + 1}.log")
         with open(logs[-1], "w") as log:
             procs.append(processes.start(argv, cpus, stdout=subprocess.DEVNULL, stderr=log))
     status = None

@@ -280,10 +280,11 @@ class Runner:
     def _parts(self, url, parts, tag, common, extra, limit):
         """A launcher of the cm-load processes of one row too big for one: apart source
         addresses, one window for all, set when it is launched (the connect phase of the whole
-        row, at 5,000 connections a second and 2 s to spare, then the warm-up and stagger)."""
+        row at 2,500 connections a second -- 18,000 took 2 to 3.5 s here -- and 2 s to spare,
+        then the warm-up and stagger)."""
         s = self.settings
         ranges = load.source_ranges(parts, load.connections_per_source())
-        lead_s = 2.0 + sum(parts) / 5000 + common["warmup_s"] + common["stagger_ms"] / 1000
+        lead_s = 2.0 + sum(parts) / 2500 + common["warmup_s"] + common["stagger_ms"] / 1000
 
         def launch(on_poll):
             window_at = time.monotonic() + lead_s
@@ -293,7 +294,7 @@ class Runner:
                                          "--window-at", str(int(window_at * 1e9))], **common)
                      for n, path, (a, b) in zip(parts, paths, ranges)]
             return load.run_parts(argvs, paths, tag + ".json", window_at_s=window_at,
-                                  cpus=s.load_cpus, log_dir=s.work_dir, limit_s=limit + lead_s,
+                                  cpus=s.load_cpus, log_prefix=tag, limit_s=limit + lead_s,
                                   on_poll=on_poll, bin_dir=s.bin_dir)
 
         return launch
@@ -388,13 +389,17 @@ class Runner:
             c = self.measure(target, server, ceiling_row, rnd,
                              duration_s=self.profile.ceiling_duration_s,
                              warmup_s=self.profile.ceiling_warmup_s)
-        return (c.rps if c is not None and c.ok else None), None
+        if c is not None and not c.ok:  # no ceiling to price the row against: not a figure
+            return None, ("ceiling-failed", f"its CPU ceiling window failed: {c.error}")
+        return (c.rps if c is not None else None), None
 
     def row_on(self, target, server, row, rnd, fresh=False):
         p = self.profile
         idle_kib = server.readings().rss_kib if fresh else None
         ceiling, note = self.ceiling_for(target, server, row, rnd)
         m = self.measure(target, server, row, rnd, duration_s=p.duration_s, warmup_s=p.warmup_s)
+        if note and note[0] == "ceiling-failed":
+            m.error = m.error or note[1]
         if idle_kib is not None:  # RSS per connection from the fresh server's idle RSS, not from
             m.rss_before_kib = idle_kib  # after the ceiling window, which had opened as many
         m.cpu_ceiling_rps = ceiling

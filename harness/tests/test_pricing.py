@@ -162,6 +162,42 @@ class Runner(unittest.TestCase):
         self.assertEqual(pool.arg("--offload", "standard"), "pool")
 
 
+class AFailedCeiling(unittest.TestCase):
+    """A row whose back-to-back CPU-ceiling window failed has nothing to be priced against: the
+    round is an error, not an efficiency against the next ceiling up (connections / delay)."""
+
+    class Windows(price.Runner):
+        def __init__(self, p, ceiling_error):
+            targets, _ = price.plan_targets(p, ["asio_coro"], peers=False)
+            super().__init__(p, price.Settings("bin", "work", [0], [1], progress=False), targets)
+            self.ceiling_error = ceiling_error
+
+        def measure(self, target, server, row, rnd, *, duration_s, warmup_s, extra=()):
+            if row.cpu_ceiling:
+                return price.Measurement(rnd, 0, row, error=self.ceiling_error) \
+                    if self.ceiling_error else price.Measurement(
+                        rnd, 0, row, window_s=1.0,
+                        result=load.LoadResult.from_json(cm_load_json(50_000, 128, 0)))
+            return price.Measurement(rnd, 0, row, window_s=1.0, result=load.LoadResult.from_json(
+                cm_load_json(40_000, row.connections, row.mean_delay_ms)))
+
+    def row(self, ceiling_error):
+        p = profile(rounds=1)
+        r = self.Windows(p, ceiling_error)
+        delay = next(row for row in p.rows if not row.cpu_ceiling)
+        return r.row_on(r.targets[0], None, delay, 0)
+
+    def test_the_round_is_an_error_naming_the_ceilings_failure(self):
+        m = self.row("cm-load exit 2: --window-at: the window was due 300 ms before ...")
+        self.assertFalse(m.ok)
+        self.assertIn("its CPU ceiling window failed: cm-load exit 2", m.error)
+
+    def test_a_ceiling_that_was_measured_prices_the_row(self):
+        m = self.row("")
+        self.assertTrue(m.ok)
+        self.assertEqual(m.cpu_ceiling_rps, 50_000)
+
+
 class MoreRounds(unittest.TestCase):
     """A row the planned rounds leave undecided gets more, up to max_rounds; a decided one not."""
 

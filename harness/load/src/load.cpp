@@ -318,6 +318,7 @@ Result describe_run(const Options& options, unsigned threads, unsigned sources, 
   result.threads = threads;
   result.connections_requested = options.connections;
   result.source_addresses = sources;
+  result.first_source = options.first_source;
   result.delay = options.delay;
   result.stagger = options.stagger;
   result.stagger_ms = stagger_ms;
@@ -515,6 +516,7 @@ nlohmann::json to_json(const Result& r) {
       {"connections_open", r.connections_open},
       {"connect_failures", failures},
       {"source_addresses", r.source_addresses},
+      {"first_source", r.first_source},
       {"delay_ms", delay},
       {"stagger", r.stagger},
       {"stagger_ms", r.stagger_ms},
@@ -562,7 +564,8 @@ std::string connection_line(const Result& r) {
   std::ostringstream s;
   s << "cm-load: opened " << r.connections_open << " of " << r.connections_requested
     << " connections in " << std::fixed << std::setprecision(2) << r.connect_s << " s";
-  if (r.source_addresses > 1) s << " from 127.0.0.1-" << r.source_addresses;
+  if (r.source_addresses > 1 || r.first_source > 1)
+    s << " from 127.0.0." << r.first_source << "-" << r.first_source + r.source_addresses - 1;
   if (r.still_connecting) s << " (" << r.still_connecting << " still connecting)";
   if (r.connect_failures.empty()) {
     s << "; none failed";

@@ -60,7 +60,8 @@ struct Result {
   unsigned threads = 0;
   unsigned connections_requested = 0;
   unsigned connections_open = 0;  ///< connected at the end of the measured window
-  unsigned source_addresses = 1;  ///< 127.0.0.1 .. 127.0.0.N used as source addresses
+  unsigned source_addresses = 1;  ///< 127.0.0.F .. 127.0.0.(F+N-1) used as source addresses
+  unsigned first_source = 1;      ///< F
   unsigned still_connecting = 0;  ///< first attempts unresolved when the connect phase ended
   double connect_s = 0;           ///< how long the connect phase took
   std::map<std::string, std::uint64_t> connect_failures;  ///< "ECONNREFUSED", "timeout", ...

@@ -65,7 +65,11 @@ void add_counts(Result& a, const Result& b) {
   a.threads += b.threads;
   a.connections_requested += b.connections_requested;
   a.connections_open += b.connections_open;
-  a.source_addresses = std::max(a.source_addresses, b.source_addresses);
+  // The addresses the runs used together, from the lowest to the highest (apart ranges abut).
+  const unsigned last = std::max(a.first_source + a.source_addresses,
+                                 b.first_source + b.source_addresses) - 1;
+  a.first_source = std::min(a.first_source, b.first_source);
+  a.source_addresses = last - a.first_source + 1;
   a.still_connecting += b.still_connecting;
   a.connect_s = std::max(a.connect_s, b.connect_s);
   for (const auto& [reason, n] : b.connect_failures)
@@ -101,6 +105,7 @@ Result from_json(const json& j) {
   r.connections_requested = need(j, "connections_requested").get<unsigned>();
   r.connections_open = need(j, "connections_open").get<unsigned>();
   r.source_addresses = need(j, "source_addresses").get<unsigned>();
+  r.first_source = j.value("first_source", 1u);
   r.connect_s = need(j, "connect_s").get<double>();
   for (const auto& [reason, n] : need(j, "connect_failures").items())
     r.connect_failures[reason] = n.get<std::uint64_t>();

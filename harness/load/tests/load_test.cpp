@@ -441,6 +441,18 @@ TEST(Load, WindowAtGivesRunsStartedApartOneWindow) {
   EXPECT_EQ(merge({from_json(to_json(first)), from_json(to_json(second))}).parts, 2u);
 }
 
+TEST(Merge, TheSourceAddressesOfApartRangesAreTheirSpan) {
+  Result a, b;
+  a.first_source = 1;
+  a.source_addresses = 2;  // .1-.2
+  b.first_source = 3;
+  b.source_addresses = 2;  // .3-.4
+  b.url = a.url;
+  const Result merged = merge({from_json(to_json(a)), from_json(to_json(b))});
+  EXPECT_EQ(merged.first_source, 1u);
+  EXPECT_EQ(merged.source_addresses, 4u);
+}
+
 TEST(Load, AWindowAtThatHasPassedIsAClearError) {
   TestServer server(Behaviour::correct);
   Options o = short_run(server.port(), "/plaintext");
