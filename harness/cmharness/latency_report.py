@@ -117,7 +117,8 @@ def notes(doc):
         "every figure in brackets here (an interval needs six rounds).",
         f"- **knee**: the first share at which the p99 exceeds {KNEE_FACTOR} times the p99 at "
         f"{lowest:g}%, found in each round; \"> {last:g}%\" where no share did. The knee in rps is "
-        "that share of the round's capacity.",
+        "that share of the round's capacity, over the rounds that had one (`[n=5]`: five did, "
+        "too few for an interval).",
         "- **latency** counts from when a request was due, not from when it was sent: a request "
         "that waited for an idle connection (the server had not answered the last one) waits in "
         "the latency. For a row with a delay the figures are the **overshoot**, latency less the "
