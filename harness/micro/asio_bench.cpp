@@ -6,6 +6,9 @@
 //    holds a listener; BM_asio_post_resume_bare: the same on an io_context with no I/O object,
 //    as the seed's benchmark runs it.
 //  - BM_asio_timer_zero: arm a steady_timer that is already due and co_await it.
+//  - BM_asio_timers_arm_cancel / _expire (pending:N): N steady_timers waiting an hour ahead in
+//    the io_context's timer_queue (a binary heap of expiries), then one more armed among them and
+//    cancelled, or armed already due and fired, each until its handler ran (run_one; timers.hpp).
 //  - BM_asio_co_spawn: co_spawn a coroutine that returns at once, run the loop until it finished.
 //  - BM_asio_await_child: co_await a child awaitable<void> (a coroutine call, no suspension).
 //  - BM_offload_asio_thread / _thread_detached / _pool: the offload round trip from the loop to
@@ -45,8 +48,10 @@
 #include <system_error>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "cm/server.hpp"
+#include "timers.hpp"
 
 namespace asio = boost::asio;
 
@@ -144,6 +149,76 @@ void BM_asio_post_resume_bare(benchmark::State& state) {
         if (error) std::rethrow_exception(error);
       });
   bare->io.run();
+}
+
+/// N steady_timers waiting far ahead on the loop, as N requests wait in /delay.
+struct PendingTimers {
+  std::vector<std::unique_ptr<asio::steady_timer>> timers;
+  PendingTimers(asio::io_context& io, long n) {
+    const auto now = asio::steady_timer::clock_type::now();
+    timers.reserve(static_cast<std::size_t>(n));
+    for (long k = 0; k < n; ++k) {
+      auto& t = timers.emplace_back(std::make_unique<asio::steady_timer>(io));
+      t->expires_at(now + cm::micro::pending_due(k, n));
+      t->async_wait([](const boost::system::error_code&) {});
+    }
+  }
+};
+
+constexpr const char* kAsioTimers = "io_context timer_queue: a binary heap";
+
+/// Runs the loop's handlers one at a time until `done()` (at most 1,000 tries): on Asio's io_uring
+/// backend a timer's handler may take more than one turn of the scheduler to come out.
+template <typename Done>
+bool run_until(asio::io_context& io, Done done) {
+  for (int tries = 0; tries < 1000 && !done(); ++tries)
+    io.run_one();
+  return done();
+}
+
+void BM_asio_timers_arm_cancel(benchmark::State& state) {
+  auto loop = open<Loop>(state);
+  if (!loop) return;
+  PendingTimers pending(loop->io, state.range(0));
+  asio::steady_timer timer(loop->io);
+  const auto now = asio::steady_timer::clock_type::now();
+  long aborted = 0;
+  std::uint64_t i = 0;
+  for (auto _ : state) {
+    timer.expires_at(now + cm::micro::probe_due(i++));
+    timer.async_wait([&aborted](const boost::system::error_code& e) {
+      if (e == asio::error::operation_aborted) ++aborted;
+    });
+    timer.cancel();
+    const long want = aborted + 1;  // its aborted handler run, so none piles up
+    if (!run_until(loop->io, [&] { return aborted == want; })) {
+      state.SkipWithError("a cancelled wait was not aborted");
+      return;
+    }
+  }
+  state.SetLabel(kAsioTimers);
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_asio_timers_expire(benchmark::State& state) {
+  auto loop = open<Loop>(state);
+  if (!loop) return;
+  PendingTimers pending(loop->io, state.range(0));
+  asio::steady_timer timer(loop->io);
+  long fired = 0;
+  for (auto _ : state) {
+    timer.expires_at(asio::steady_timer::time_point{});  // long past: due now
+    timer.async_wait([&fired](const boost::system::error_code& e) {
+      if (!e) ++fired;
+    });
+    const long want = fired + 1;
+    if (!run_until(loop->io, [&] { return fired == want; })) {
+      state.SkipWithError("a due timer did not fire");
+      return;
+    }
+  }
+  state.SetLabel(kAsioTimers);
+  state.SetItemsProcessed(state.iterations());
 }
 
 void BM_asio_timer_zero(benchmark::State& state) {
@@ -259,6 +334,10 @@ void BM_offload_asio_pool(benchmark::State& state) {
   benchmark::RegisterBenchmark((primitive + "post_resume").c_str(), BM_asio_post_resume);
   benchmark::RegisterBenchmark((primitive + "post_resume_bare").c_str(), BM_asio_post_resume_bare);
   benchmark::RegisterBenchmark((primitive + "timer_zero").c_str(), BM_asio_timer_zero);
+  benchmark::RegisterBenchmark((primitive + "timers_arm_cancel").c_str(), BM_asio_timers_arm_cancel)
+      ->Apply(cm::micro::pending_sizes);
+  benchmark::RegisterBenchmark((primitive + "timers_expire").c_str(), BM_asio_timers_expire)
+      ->Apply(cm::micro::pending_sizes);
   benchmark::RegisterBenchmark((primitive + "co_spawn").c_str(), BM_asio_co_spawn);
   benchmark::RegisterBenchmark((primitive + "await_child").c_str(), BM_asio_await_child);
   benchmark::RegisterBenchmark((offload + "thread").c_str(), BM_offload_asio_thread)->UseRealTime();

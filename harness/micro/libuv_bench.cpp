@@ -9,6 +9,10 @@
 //    that wakes on the eventfd and calls the async callback: libuv's "post and resume".
 //  - BM_uv_idle_round: one loop round (uv_run(UV_RUN_NOWAIT)) calling one idle callback.
 //  - BM_uv_timer_zero: arm a zero-length uv_timer_t and run the round that fires it.
+//  - BM_uv_timers_arm_cancel / _expire (pending:N): N uv_timer_t waiting an hour ahead in the
+//    loop's timer heap (a binary min-heap of nodes inside the handles), then one more started
+//    among them and stopped, or started already due and fired by uv_run(UV_RUN_NOWAIT)
+//    (timers.hpp). libuv's timers count in milliseconds.
 //  - BM_uv_callback_chain/N: allocate a context with its own handle, run N callbacks one loop
 //    round apart, close the handle and free the context in its close callback: libuv's
 //    counterpart of spawning and finishing a coroutine.
@@ -22,6 +26,8 @@
 #include <uv.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -30,6 +36,7 @@
 #include <vector>
 
 #include "cm/server.hpp"
+#include "timers.hpp"
 
 namespace {
 
@@ -105,6 +112,57 @@ void BM_uv_idle_round(benchmark::State& state) {
   for (auto _ : state)
     uv_run(loop.get(), UV_RUN_NOWAIT);
   if (calls != state.iterations()) state.SkipWithError("an idle callback was missed");
+  state.SetItemsProcessed(state.iterations());
+}
+
+constexpr const char* kUvTimers = "uv_loop_t timer heap: a binary min-heap";
+
+std::uint64_t ms(std::chrono::nanoseconds d) {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+}
+
+/// N uv_timer_t waiting far ahead on `loop`, as N requests wait in /delay.
+void start_pending(uv_loop_t* loop, std::vector<uv_timer_t>& pending) {
+  const long n = static_cast<long>(pending.size());
+  for (long k = 0; k < n; ++k) {
+    check(uv_timer_init(loop, &pending[k]), "uv_timer_init");
+    check(uv_timer_start(&pending[k], [](uv_timer_t*) {}, ms(cm::micro::pending_due(k, n)), 0),
+          "uv_timer_start");
+  }
+}
+
+void BM_uv_timers_arm_cancel(benchmark::State& state) {
+  std::vector<uv_timer_t> pending(static_cast<std::size_t>(state.range(0)));
+  uv_timer_t timer{};
+  Loop loop;
+  start_pending(loop.get(), pending);
+  check(uv_timer_init(loop.get(), &timer), "uv_timer_init");
+  std::uint64_t i = 0;
+  for (auto _ : state) {
+    uv_timer_start(&timer, [](uv_timer_t*) {}, ms(cm::micro::probe_due(i++)), 0);
+    uv_timer_stop(&timer);
+  }
+  if (uv_is_active(reinterpret_cast<uv_handle_t*>(&timer)))
+    state.SkipWithError("a stopped timer is still active");
+  state.SetLabel(kUvTimers);
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_uv_timers_expire(benchmark::State& state) {
+  std::vector<uv_timer_t> pending(static_cast<std::size_t>(state.range(0)));
+  uv_timer_t timer{};
+  long calls = 0;
+  Loop loop;
+  start_pending(loop.get(), pending);
+  check(uv_timer_init(loop.get(), &timer), "uv_timer_init");
+  timer.data = &calls;
+  for (auto _ : state) {
+    uv_timer_start(
+        &timer, [](uv_timer_t* t) { count(reinterpret_cast<uv_handle_t*>(t)); }, 0, 0);
+    uv_run(loop.get(), UV_RUN_NOWAIT);
+  }
+  if (calls != state.iterations()) state.SkipWithError("a due timer did not fire");
+  state.SetLabel(kUvTimers);
   state.SetItemsProcessed(state.iterations());
 }
 
@@ -239,6 +297,8 @@ void BM_offload_uv_pool(benchmark::State& state) {
 BENCHMARK(BM_uv_async_send);
 BENCHMARK(BM_uv_idle_round);
 BENCHMARK(BM_uv_timer_zero);
+BENCHMARK(BM_uv_timers_arm_cancel)->Apply(cm::micro::pending_sizes);
+BENCHMARK(BM_uv_timers_expire)->Apply(cm::micro::pending_sizes);
 BENCHMARK(BM_uv_callback_chain)->Arg(1)->Arg(8);
 BENCHMARK(BM_offload_uv_thread)->UseRealTime();
 BENCHMARK(BM_offload_uv_pool)->UseRealTime();

@@ -4,6 +4,10 @@
 //
 //  - BM_uring_nop_raw / BM_uring_timeout_zero_raw: liburing alone, one SQE submitted and its CQE
 //    reaped per iteration (io_uring_submit_and_wait: one syscall), the floor under the runtime.
+//  - BM_uring_timers_arm_cancel / _expire (pending:N): N IORING_OP_TIMEOUTs waiting an hour
+//    ahead in the kernel (an hrtimer each, in the CPU's hrtimer tree), then one more submitted
+//    among them with its IORING_OP_TIMEOUT_REMOVE (two CQEs reaped), or a zero-length one
+//    submitted and reaped (timers.hpp). Raw liburing, as the model arms /delay.
 //  - BM_uring_nop: `co_await Nop(ring)` in a Task run by Ring::run: the runtime's post-and-resume.
 //  - BM_uring_timeout_zero: `co_await Timeout(ring, 0ns)`, a zero-length timer armed and fired;
 //    BM_uring_timeout_deadline_now: the same as an absolute deadline (IORING_TIMEOUT_ABS) of
@@ -26,12 +30,16 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
+
+#include "timers.hpp"
 
 #ifdef CM_MICRO_URING_RUNTIME
 #include "cm/server.hpp"
@@ -112,6 +120,96 @@ void BM_uring_timeout_zero_raw(benchmark::State& state) {
       return;
     }
   }
+  state.SetItemsProcessed(state.iterations());
+}
+
+constexpr const char* kUringTimers = "kernel: an hrtimer per IORING_OP_TIMEOUT";
+constexpr std::uint64_t kMeasured = 1, kRemove = 2;
+
+__kernel_timespec timespec_of(std::chrono::nanoseconds d) {
+  return {static_cast<long long>(d.count() / 1'000'000'000),
+          static_cast<long long>(d.count() % 1'000'000'000)};
+}
+
+/// N timeouts pending an hour ahead in `ring`, submitted in batches of its submission queue.
+bool submit_pending(io_uring* ring, long n) {
+  std::vector<__kernel_timespec> due(static_cast<std::size_t>(n));
+  for (long k = 0; k < n; ++k) {
+    io_uring_sqe* sqe = io_uring_get_sqe(ring);
+    if (sqe == nullptr) {  // the queue is full: submit what it holds, then go on
+      if (io_uring_submit(ring) < 0) return false;
+      sqe = io_uring_get_sqe(ring);
+    }
+    due[k] = timespec_of(cm::micro::pending_due(k, n));
+    io_uring_prep_timeout(sqe, &due[k], 0, 0);
+    io_uring_sqe_set_data64(sqe, 0x1000 + static_cast<std::uint64_t>(k));
+  }
+  return io_uring_submit(ring) >= 0;  // the kernel has read every timespec once submitted
+}
+
+/// Reaps `count` CQEs; false if one of them is not what `expected(user_data, res)` accepts.
+template <typename Expected>
+bool reap(io_uring* ring, unsigned count, Expected expected) {
+  for (unsigned k = 0; k < count; ++k) {
+    io_uring_cqe* cqe = nullptr;
+    if (io_uring_wait_cqe(ring, &cqe) != 0 || cqe == nullptr) return false;
+    const bool ok = expected(cqe->user_data, cqe->res);
+    io_uring_cqe_seen(ring, cqe);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+void BM_uring_timers_arm_cancel(benchmark::State& state) {
+  RawRing ring(4096);
+  if (!ring.usable(state)) return;
+  if (!submit_pending(ring.get(), state.range(0))) {
+    state.SkipWithError("could not submit the pending timeouts");
+    return;
+  }
+  std::uint64_t i = 0;
+  for (auto _ : state) {
+    __kernel_timespec due = timespec_of(cm::micro::probe_due(i++));
+    io_uring_sqe* sqe = io_uring_get_sqe(ring.get());
+    io_uring_prep_timeout(sqe, &due, 0, 0);
+    io_uring_sqe_set_data64(sqe, kMeasured);
+    sqe = io_uring_get_sqe(ring.get());
+    io_uring_prep_timeout_remove(sqe, kMeasured, 0);
+    io_uring_sqe_set_data64(sqe, kRemove);
+    io_uring_submit_and_wait(ring.get(), 2);
+    const bool ok = reap(ring.get(), 2, [](std::uint64_t data, int res) {
+      return (data == kMeasured && res == -ECANCELED) || (data == kRemove && res == 0);
+    });
+    if (!ok) {
+      state.SkipWithError("a timeout was not removed");
+      return;
+    }
+  }
+  state.SetLabel(kUringTimers);
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_uring_timers_expire(benchmark::State& state) {
+  RawRing ring(4096);
+  if (!ring.usable(state)) return;
+  if (!submit_pending(ring.get(), state.range(0))) {
+    state.SkipWithError("could not submit the pending timeouts");
+    return;
+  }
+  __kernel_timespec zero{};
+  for (auto _ : state) {
+    io_uring_sqe* sqe = io_uring_get_sqe(ring.get());
+    io_uring_prep_timeout(sqe, &zero, 0, 0);
+    io_uring_sqe_set_data64(sqe, kMeasured);
+    io_uring_submit_and_wait(ring.get(), 1);
+    if (!reap(ring.get(), 1, [](std::uint64_t data, int res) {
+          return data == kMeasured && res == -ETIME;
+        })) {
+      state.SkipWithError("a zero-length timeout did not expire");
+      return;
+    }
+  }
+  state.SetLabel(kUringTimers);
   state.SetItemsProcessed(state.iterations());
 }
 
@@ -261,6 +359,8 @@ void BM_offload_uring_pool(benchmark::State& state) {
 
 BENCHMARK(BM_uring_nop_raw);
 BENCHMARK(BM_uring_timeout_zero_raw);
+BENCHMARK(BM_uring_timers_arm_cancel)->Apply(cm::micro::pending_sizes);
+BENCHMARK(BM_uring_timers_expire)->Apply(cm::micro::pending_sizes);
 #ifdef CM_MICRO_URING_RUNTIME
 BENCHMARK(BM_uring_nop);
 BENCHMARK(BM_uring_timeout_zero);
