@@ -365,8 +365,11 @@ TEST(OpenLoop, SeesTheStallThatAClosedLoopHides) {
   EXPECT_EQ(closed.errors.total() + open.errors.total(), 0u);
   EXPECT_LT(closed.latency_us.percentile(0.99), 50'000u) << "closed loop p99, us";
   EXPECT_GE(open.latency_us.percentile(0.99), 100'000u) << "open loop p99, us";
-  // The stall is the server's: cm-load itself noticed every due request far sooner.
-  EXPECT_LT(open.pace_lag_us.percentile(0.99), 50'000u) << "cm-load's own lag p99, us";
+  // The stall is the server's: cm-load's own lag in sending what was due explains less than half
+  // of the tail (relative, not absolute: under ctest -j cm-load itself is descheduled for tens of
+  // ms at times, and a fixed bound failed once at 84 ms of own lag).
+  EXPECT_LT(open.pace_lag_us.percentile(0.99), open.latency_us.percentile(0.99) / 2)
+      << "cm-load's own lag p99 against the latency p99, us";
   EXPECT_GT(open.late, 0u);
 }
 
