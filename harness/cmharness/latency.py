@@ -25,6 +25,7 @@ Two figures summarize a curve, each the median over the rounds with its 95% inte
 - the CPU per request at HALF of capacity: what a model costs at a load a real service runs at.
 """
 
+import json
 import math
 
 from . import results, stats
@@ -106,8 +107,26 @@ def window_json(m, percent):
         "cpu_us_per_request": m.server_cpu_s * 1e6 / r.requests if r.requests else None,
         "server_busy": m.server_busy, "load_busy": m.load_busy, "steal": m.steal,
         "errors_total": r.errors_total, "errors": r.errors,
-        "load": results.kept_of_load(r.raw)})
+        "load": load_kept(r.raw)})
     return out
+
+
+#: Of cm-load's JSON, what a window keeps beside its own figures (which already hold the rate
+#: ratio, the late and due counts, the errors and the p50/p99/p99.9 of the latency or overshoot):
+#: the whole latency's percentiles (Little's L reads their mean), cm-load's own lag, the
+#: connections, and the client's CPU. All of it -- ~30 keys a window, 858 windows a run -- made
+#: results.json 2.5 MB; the run's own files have it all.
+LOAD_KEPT = ("latency_us", "connect_failures", "connections_open", "starved_connections",
+             "client_cpu_s", "client_spin_s")
+
+
+def load_kept(raw):
+    kept = {k: raw[k] for k in LOAD_KEPT if k in raw}
+    open_loop = raw.get("open_loop") or {}
+    for key in ("pace_lag_us", "unsent", "arrival"):
+        if key in open_loop:
+            kept[key] = open_loop[key]
+    return kept
 
 
 # -- a curve's figures --------------------------------------------------------------------------
@@ -237,6 +256,9 @@ def resummarize(doc):
     shares = doc["meta"]["rates_percent"]
     for t in doc["targets"]:
         for row in t["rows"]:
+            for w in row["capacity_rounds"] + row["rounds"]:
+                if "load" in w and "open_loop" in w["load"]:  # cm-load's whole JSON: trim it
+                    w["load"] = load_kept(w["load"])
             rounds = len(row["capacity_rounds"])
             points = {pct: [{"error": "not run"}] * rounds for pct in shares}
             for w in row["rounds"]:
@@ -247,6 +269,26 @@ def resummarize(doc):
             row["summary"] = summarize(curve, rounds, shares)
             row["points"] = [dict(percent=pct, **point_summary(points[pct])) for pct in shares]
     return doc
+
+
+def dumps(doc):
+    """results.json's text: indented, but each window on one line (858 windows of ~25 figures a
+    run: one figure a line made the file over 1 MiB)."""
+    windows = {}
+
+    def mark(w):
+        key = f"@window{len(windows)}@"
+        windows[key] = json.dumps(w)
+        return key
+
+    shallow = {**doc, "targets": [
+        {**t, "rows": [{**r, "capacity_rounds": [mark(w) for w in r["capacity_rounds"]],
+                        "rounds": [mark(w) for w in r["rounds"]]} for r in t["rows"]]}
+        for t in doc["targets"]]}
+    text = json.dumps(shallow, indent=1)
+    for key, line in windows.items():
+        text = text.replace(f'"{key}"', line, 1)
+    return text + "\n"
 
 
 def document(runner, meta, skipped):

@@ -6,7 +6,7 @@ import io
 import os
 
 from . import charts, proc, provenance, results
-from .latency import HALF, KNEE_FACTOR, VALID_RATIO
+from .latency import HALF, KNEE_FACTOR, VALID_RATIO, dumps
 
 CHART = "latency.png"
 MARKERS = "osD^vP*X"
@@ -265,7 +265,7 @@ def write(doc, folder):
         except charts.LayoutError as e:
             note = f"chart: {e}"
     return results.write(doc, folder, lambda d, files, _n: markdown(d, files, note),
-                         csv_text(doc), charts=False) or note
+                         csv_text(doc), charts=False, dumps=dumps) or note
 
 
 def compact(doc):

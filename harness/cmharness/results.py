@@ -200,17 +200,16 @@ def _value(f, m):
     return "" if v is None else (f"{v:.6g}" if isinstance(v, float) else v)
 
 
-def write(doc, folder, markdown, csv_content, charts=True):
-    """Writes results.json, results.csv, machine.json, machine.md and results.md into folder, and
-    draws the charts (harness/plot, with Debian's python3). Returns a note when no chart was
-    drawn."""
+def write(doc, folder, markdown, csv_content, charts=True, dumps=None):
+    """Writes results.json (as `dumps(doc)` writes it, indented JSON by default), results.csv,
+    machine.json, machine.md and results.md into folder, and draws the charts (harness/plot, with
+    Debian's python3). Returns a note when no chart was drawn."""
     from . import provenance
 
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "results.json")
     with open(path, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+        f.write(dumps(doc) if dumps else json.dumps(doc, indent=1) + "\n")
     with open(os.path.join(folder, "results.csv"), "w") as f:
         f.write(csv_content)
     machine = doc["meta"]["provenance"]["machine"]

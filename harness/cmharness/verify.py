@@ -318,10 +318,9 @@ def render(argv, root=None):
             doc = json.load(f)
         latency = doc["meta"].get("profile_settings", {}).get("kind") == "latency"
         if latency:  # its summaries are computed from the windows it keeps: computed again
-            from .latency import resummarize
+            from .latency import dumps, resummarize
             with open(os.path.join(folder, "results.json"), "w") as f:
-                json.dump(resummarize(doc), f, indent=1)
-                f.write("\n")
+                f.write(dumps(resummarize(doc)))
         with open(os.path.join(folder, "results.md"), "w") as f:
             f.write((latency_report.markdown if latency else report.markdown)(
                 doc, results.charts_in(folder)))

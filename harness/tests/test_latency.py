@@ -1,6 +1,7 @@
 """cmharness.latency and latency_report: the latency profile's figures from its windows (the knee,
 the CPU per request at half load, each over the rounds), its page and its chart. The windows here
 are written by hand; `cm-price latency` runs them for real (results/latency/)."""
+import json
 import math
 import os
 import sys
@@ -103,6 +104,24 @@ class LittlesLawAndResummarizing(unittest.TestCase):
         self.assertEqual(row["summary"]["knee_percent"]["median"], 50)
         self.assertEqual(row["summary"]["cpu_us_at_half"]["median"], 30.0)
         self.assertEqual([p["percent"] for p in row["points"]], SHARES)
+
+
+class TheFile(unittest.TestCase):
+    def test_dumps_reads_back_the_same_with_a_window_a_line(self):
+        doc = document()
+        text = latency.dumps(doc)
+        self.assertEqual(json.loads(text), doc)
+        windows = sum(len(r["rounds"]) + len(r["capacity_rounds"])
+                      for t in doc["targets"] for r in t["rows"])
+        self.assertEqual(sum(1 for line in text.splitlines() if '"round":' in line), windows)
+
+    def test_a_window_keeps_the_latency_its_own_lag_and_not_all_of_cm_loads_json(self):
+        raw = dict(AWindow.DOC, answers_per_connection={"min": 1}, window_ns={"start": 0})
+        kept = latency.load_kept(raw)
+        self.assertEqual(set(kept), {"latency_us", "connect_failures", "connections_open",
+                                     "starved_connections", "client_cpu_s", "pace_lag_us",
+                                     "unsent"})
+        self.assertEqual(kept["pace_lag_us"]["p99"], 300)
 
 
 class AWindow(unittest.TestCase):
