@@ -148,7 +148,9 @@ class LatencyProfile(unittest.TestCase):
         for w in row["rounds"]:
             self.assertEqual(w["error"], "", w)
             self.assertAlmostEqual(w["offered_rps"], capacity * w["percent"] / 100, delta=1)
-            self.assertEqual(w["load"]["open_loop"]["latency_from"], "intended send time")
+            self.assertEqual(w["load"]["arrival"], "constant")  # an open-loop window
+            self.assertIn("p99", w["load"]["pace_lag_us"])
+            self.assertIsNotNone(w["rate_ratio"])
         self.assertIn("knee: p99 > 10x", ran.stdout)
 
 
