@@ -23,6 +23,8 @@ std::string server_header(std::string_view model) { return "cm-" + std::string(m
 
 std::string_view to_string(WaitMode mode) { return mode == WaitMode::timer ? "timer" : "sleep"; }
 
+std::string_view to_string(Timers timers) { return timers == Timers::model ? "model" : "wheel"; }
+
 std::string_view to_string(Offload offload) {
   switch (offload) {
     case Offload::standard: return "standard";

@@ -73,6 +73,8 @@ int main(int argc, char** argv) {
   unsigned write_timeout_ms = static_cast<unsigned>(options.write_timeout.count());
   const std::map<std::string, cm::WaitMode> wait_modes{{"timer", cm::WaitMode::timer},
                                                        {"sleep", cm::WaitMode::sleep}};
+  const std::map<std::string, cm::Timers> timers{{"model", cm::Timers::model},
+                                                 {"wheel", cm::Timers::wheel}};
   const std::map<std::string, cm::Offload> offloads{{"standard", cm::Offload::standard},
                                                     {"inline", cm::Offload::inline_},
                                                     {"pool", cm::Offload::pool},
@@ -97,6 +99,13 @@ int main(int argc, char** argv) {
   app.add_option("--wait-mode", wait_mode,
                  "timer (default) or sleep: the anti-pattern of sleeping on the event loop")
       ->check(CLI::IsMember(wait_modes))
+      ->capture_default_str();
+  std::string timers_name = "model";
+  app.add_option("--timers", timers_name,
+                 "where an async model keeps its waiting requests' timers: model (its own "
+                 "structure: Asio's timer queue, libuv's heap, an io_uring timeout each) or "
+                 "wheel (the shared timer wheel, one loop timer for its next tick)")
+      ->check(CLI::IsMember(timers))
       ->capture_default_str();
   app.add_option("--offload", offload,
                  "where an async model runs a step: standard (/block on the pool, the rest on "
@@ -139,6 +148,7 @@ int main(int argc, char** argv) {
   options.write_timeout = std::chrono::milliseconds(write_timeout_ms);
   options.wait_mode = wait_modes.at(wait_mode);
   options.offload = offloads.at(offload);
+  options.timers = timers.at(timers_name);
   options.teaching_bug = teaching_bugs.at(teaching_bug);
 
   if (list) {

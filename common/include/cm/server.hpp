@@ -19,6 +19,12 @@ enum class WaitMode {
   sleep,  ///< anti-pattern, for teaching: sleep on the event loop, stalling all its connections
 };
 
+/// Where an async model keeps the timers of its waiting requests (a `Wait` on the timer venue).
+enum class Timers {
+  model,  ///< the model's own structure: Asio's timer queue, libuv's heap, an io_uring timeout
+  wheel,  ///< cm::TimerWheel, turned by one timer of the loop (docs/timers.md)
+};
+
 /// Where an async model runs `Block` and `Compute` plans (and, with pool/thread, `Now` ones too:
 /// the aeronet seed's "offload a trivial handler" row).
 enum class Offload {
@@ -44,6 +50,7 @@ struct ServerOptions {
   unsigned blocking_threads = 64;  ///< the pool `/block` is offloaded to in the async models
   unsigned blocking_queue = 1024;  ///< requests that may wait for that pool; beyond -> 503
   WaitMode wait_mode = WaitMode::timer;
+  Timers timers = Timers::model;  ///< the blocking model has none: its waits are threads asleep
   Offload offload = Offload::standard;
   /// How long a connection may take to send a request head, counted from the previous response
   /// (or the accept). Idle connections are closed silently; a partial head gets a 408.
@@ -97,6 +104,7 @@ std::string server_header(std::string_view model);
 
 std::string_view to_string(WaitMode mode);
 std::string_view to_string(Offload offload);
+std::string_view to_string(Timers timers);
 
 }  // namespace cm
 
