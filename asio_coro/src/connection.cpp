@@ -106,6 +106,26 @@ awaitable<Outcome> wait(const Wait& step, Connection& c) {
 }
 // [wait-asio_coro]
 
+// [wait-wheel-asio_coro]
+/// --timers wheel: a place in the loop's wheel; the connection's timer, set for the end of time,
+/// is only the event the wheel's callback cancels. No timer per request in the io_context's queue
+/// is due: the wheel's one `tick` is.
+awaitable<Outcome> wait_on_wheel(const Wait& step, Connection& c, Loop& loop) {
+  TimerWheel::Timer waiting;  // in this frame; if close() ends the wait, its end cancels it
+  c.timer.expires_at(Timer::time_point::max());
+  const auto due = std::chrono::steady_clock::now() + step.duration;
+  if (loop.wheel.arm(waiting, due, [&c] { c.timer.cancel(); }))
+    loop.tick.cancel();  // due before the tick is set for: turn_wheel() sets it again
+  co_await c.timer.async_wait(as_value);
+  co_return waiting.armed() ? Outcome::stopped : Outcome::done;  // armed: close() ended it
+}
+// [wait-wheel-asio_coro]
+
+/// The Wait where --timers says: the io_context's timer queue (the default) or the wheel.
+awaitable<Outcome> wait(const Wait& step, Connection& c, Loop& loop) {
+  return loop.state.options.timers == Timers::wheel ? wait_on_wheel(step, c, loop) : wait(step, c);
+}
+
 /// The step's work on this loop's thread.
 awaitable<Outcome> here(const Plan& plan, Sleeper& s, Tag tag) { co_return perform(plan, s, tag); }
 
@@ -152,7 +172,7 @@ awaitable<Outcome> on_new_thread(const Plan& plan, Loop& loop, Tag tag) {
 awaitable<Outcome> execute(const Plan& plan, Connection& c, Loop& loop, Tag tag) {
   // [plan-visit-asio_coro]
   switch (loop.state.venue(plan, tag)) {
-    case Venue::timer: return wait(std::get<Wait>(plan), c);       // a timer in the io_context
+    case Venue::timer: return wait(std::get<Wait>(plan), c, loop);  // a timer (or the wheel)
     case Venue::loop: return here(plan, loop.state.sleeper, tag);  // on this loop's thread
     case Venue::pool: return on_pool(plan, loop, tag);             // asio::thread_pool, then back
     case Venue::thread: return on_new_thread(plan, loop, tag);     // a thread, posted back
@@ -168,6 +188,7 @@ void Loop::close_all() {
   error_code ignored;
   acceptor.close(ignored);
   sweep.cancel();
+  tick.cancel();
   for (Connection& c : connections)
     c.close();
 }
@@ -194,6 +215,16 @@ awaitable<void> sweep_writes(Loop& loop) {
   }
 }
 // [write-deadline-asio_coro]
+
+// [turn-wheel-asio_coro]
+awaitable<void> turn_wheel(Loop& loop) {
+  while (!loop.stopping) {
+    loop.tick.expires_at(loop.wheel.next_wake().value_or(Timer::time_point::max()));
+    co_await loop.tick.async_wait(as_value);  // expired, or cancelled by an earlier arm
+    loop.wheel.advance(std::chrono::steady_clock::now());
+  }
+}
+// [turn-wheel-asio_coro]
 
 awaitable<void> accept_loop(Loop& loop) {
   Timer backoff(loop.io.get_executor());

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "cm/server_state.hpp"
+#include "cm/timer_wheel.hpp"
 
 namespace cm::asio_coro {
 
@@ -58,6 +59,8 @@ struct Loop {
   tcp::acceptor::rebind_executor<Executor>::other acceptor{io};     ///< an open_listeners socket
   bi::list<Connection, bi::constant_time_size<false>> connections;  ///< held now, for stop()
   Timer sweep{io.get_executor()};  ///< sweep_writes()'s: the write deadlines of every connection
+  TimerWheel wheel;                ///< --timers wheel: where the Waits are (turn_wheel())
+  Timer tick{io.get_executor()};   ///< turn_wheel()'s: set for the wheel's next tick
   bool stopping = false;  ///< set by close_all(); a late connection closes at once
   void close_all();  ///< stops accepting, closes every connection (on the loop's thread)
   void drain();      ///< stops accepting, ends every wait for a request (on the loop's thread)
@@ -69,6 +72,10 @@ awaitable<void> accept_loop(Loop& loop);
 /// Closes, about once a second, the connections of `loop` whose reply is still being written past
 /// its write deadline (ServerOptions::write_timeout), until close_all() cancels its timer.
 awaitable<void> sweep_writes(Loop& loop);
+
+/// --timers wheel: fires the wheel's due waits each time `loop.tick` expires, and sets it again for
+/// the next tick that holds one, until close_all() cancels it.
+awaitable<void> turn_wheel(Loop& loop);
 
 /// Serves one client until it closes, a reply ends the connection, the header timeout passes or
 /// the server stops.

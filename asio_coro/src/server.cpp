@@ -76,6 +76,8 @@ class AsioServer final : public LoopServer {
     listener.release();  // the acceptor owns the fd now
     asio::co_spawn(loop.io, accept_loop(loop), asio::detached);
     asio::co_spawn(loop.io, sweep_writes(loop), asio::detached);
+    if (state_.options.timers == Timers::wheel)
+      asio::co_spawn(loop.io, turn_wheel(loop), asio::detached);
   }
   void run_loop(std::size_t i) override { loops_[i]->io.run(); }  // until no coroutine is left
   void drain_loop(std::size_t i) override {
