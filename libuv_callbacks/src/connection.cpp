@@ -109,9 +109,26 @@ bool Connection::execute() {  // true: done now, outcome_ says how
 bool Connection::wait(std::chrono::milliseconds duration) {
   if (duration.count() == 0) return outcome_ = Outcome::done, true;
   wait_until_ = std::chrono::steady_clock::now() + duration;
+  if (loop_.state.options.timers == Timers::wheel) {  // a place in the loop's wheel
+    if (loop_.wheel.arm(waiting_, wait_until_, [this] { resume(Outcome::done); })) loop_.set_tick();
+    return false;
+  }
   uv_timer_start(&timer_, on_wait_timer, ms_until(wait_until_), 0);
   return false;
 }
+
+// [turn-wheel-libuv_callbacks]
+void Loop::set_tick() {
+  const auto wake = wheel.next_wake();
+  if (!wake) return (void)uv_timer_stop(&tick);
+  uv_update_time(&uv);  // a timeout counts from the loop's clock: make it now, not the turn's start
+  uv_timer_start(&tick, [](uv_timer_t* t) {
+    auto* loop = static_cast<Loop*>(t->data);
+    loop->wheel.advance(std::chrono::steady_clock::now());  // each due wait's resume()
+    loop->set_tick();
+  }, ms_until(*wake), 0);
+}
+// [turn-wheel-libuv_callbacks]
 
 void Connection::on_wait_timer(uv_timer_t* timer) {
   // libuv's clock is whole ms, read once per loop turn: a timer can fire up to a few ms early.
@@ -190,6 +207,7 @@ void Connection::linger() {
 }
 
 void Connection::close() {
+  waiting_.cancel();  // a Wait in the wheel ends here: its resume() never comes
   if (away_ == Away::pool && !closing_) uv_cancel(reinterpret_cast<uv_req_t*>(&work_));  // queued
   closing_ = true;
   if (away_ != Away::no || uv_is_closing(reinterpret_cast<uv_handle_t*>(&tcp_))) return;

@@ -12,6 +12,7 @@
 #include "cm/fd.hpp"
 #include "cm/policy.hpp"
 #include "cm/server_state.hpp"
+#include "cm/timer_wheel.hpp"
 
 namespace cm::libuv_callbacks {
 
@@ -30,6 +31,9 @@ struct Loop {
   uv_loop_t uv{};
   uv_tcp_t listener{};
   uv_async_t wake{};                    ///< wake_up() wakes the loop through it
+  TimerWheel wheel;                     ///< --timers wheel: where the Waits are, turned by `tick`
+  uv_timer_t tick{};                    ///< set for the wheel's next tick, by set_tick()
+  void set_tick();                      ///< (re)starts `tick` for the wheel's next wake, if any
   std::atomic<bool> stopping{false};    ///< set before the wake-up that stops the loop
   bool closed = false;                  ///< uv_loop_close() succeeded
   char read_buffer[read_buffer_bytes];  ///< NOTE: one is enough: on_read copies it out at once
@@ -77,6 +81,7 @@ class Connection {
   std::optional<Linger> linger_;  ///< set once a closing reply was written
   Admission::Ticket ticket_;      ///< the pool slot of a step in the pool
   std::chrono::steady_clock::time_point wait_until_;  ///< when the Wait may be answered
+  TimerWheel::Timer waiting_;  ///< --timers wheel: the Wait's place in the loop's wheel
   std::atomic<Outcome> outcome_{Outcome::done};  ///< set off the loop; uv_async_send orders nothing
   int handles_open_ = 2;             ///< tcp_, timer_ (and back_): freed when all are closed
   enum class Away : char { no, pool, thread } away_ = Away::no;  ///< where the step runs

@@ -45,7 +45,9 @@ void on_wake(uv_async_t* wake) {
         static_cast<Loop*>(loop)->stopping ? c->close() : c->drain();
       },
       &loop);
-  if (loop.stopping) uv_close(reinterpret_cast<uv_handle_t*>(wake), nullptr);  // NOTE: libuv
+  if (!loop.stopping) return;
+  uv_close(reinterpret_cast<uv_handle_t*>(&loop.tick), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(wake), nullptr);  // NOTE: libuv
 }  // waits out a concurrent uv_async_send before it closes an async (uv__async_spin)
 
 }  // namespace
@@ -54,7 +56,8 @@ Loop::Loop(ServerState& server_state) : state(server_state) {
   check(uv_loop_init(&uv), "uv_loop_init");
   uv_tcp_init(&uv, &listener);
   check(uv_async_init(&uv, &wake, on_wake), "uv_async_init");
-  listener.data = wake.data = this;
+  uv_timer_init(&uv, &tick);
+  listener.data = wake.data = tick.data = this;
 }
 
 Loop::~Loop() {
