@@ -52,11 +52,33 @@ Task<void> linger(uring::Ring& ring, int fd) {
   }
 }
 
-/// An IORING_OP_TIMEOUT at an absolute deadline, its awaiter in this frame. The loop serves others.
-Task<Outcome> timer(uring::Ring& ring, std::chrono::milliseconds duration) {
+// [wait-wheel-uring_coro]
+/// --timers wheel: a place in this loop's wheel, which the loop turns between its waits on the
+/// ring (each wait's timeout is the wheel's next tick): no SQE, no hrtimer per request.
+struct OnWheel {
+  Context& context;
+  Clock::time_point due;
+  TimerWheel::Timer place = {};  // in the frame, as an Operation is
+  bool await_ready() const noexcept { return context.ring.cancelled(); }
+  void await_suspend(std::coroutine_handle<> waiter) {
+    context.wheel.arm(place, due, [waiter] { waiter.resume(); });
+  }
+  Outcome await_resume() const noexcept {  // the loop's stop fires every timer of the wheel
+    return context.ring.cancelled() ? Outcome::stopped : Outcome::done;
+  }
+};
+// [wait-wheel-uring_coro]
+
+/// An IORING_OP_TIMEOUT at an absolute deadline, its awaiter in this frame (or, with --timers
+/// wheel, a place in the loop's wheel). The loop serves others.
+Task<Outcome> timer(Context& context, std::chrono::milliseconds duration) {
   const auto until = Clock::now() + duration;
+  if (context.state.options.timers == Timers::wheel) {
+    OnWheel on_wheel{context, until};  // NOTE: named, so that it stays where the wheel links it
+    co_return co_await on_wheel;
+  }
   do {
-    if (co_await uring::Timeout(ring, until) != -ETIME) co_return Outcome::stopped;  // cancelled
+    if (co_await uring::Timeout(context.ring, until) != -ETIME) co_return Outcome::stopped;
   } while (Clock::now() < until);  // a kernel timer does not fire early; this makes sure of it
   co_return Outcome::done;
 }
@@ -102,7 +124,7 @@ Task<Outcome> on_new_thread(Context& context, const Plan& plan, Tag tag) {
 // [plan-visit-uring_coro]
 Task<Outcome> execute(Context& context, const Plan& plan, Tag tag) {
   switch (context.state.venue(plan, tag)) {
-    case Venue::timer: return timer(context.ring, std::get<Wait>(plan).duration);  // a timeout SQE
+    case Venue::timer: return timer(context, std::get<Wait>(plan).duration);  // a timeout SQE
     case Venue::loop: return here(plan, context.state.sleeper, tag);  // on this ring's thread
     case Venue::pool: return on_pool(context, plan, tag);             // the pool, posted back
     case Venue::thread: return on_new_thread(context, plan, tag);     // a thread, posted back

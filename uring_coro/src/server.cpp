@@ -108,13 +108,23 @@ class UringServer final : public LoopServer {
     Context context{ring, pool_, state_};
     try {
       ring.spawn(accept_connections(context, loops_[i]->listener));
+      const bool wheel = state_.options.timers == Timers::wheel;
       while (!stopping_.load(std::memory_order_acquire)) {
-        ring.run_once();
+        // [turn-wheel-uring_coro]
+        if (wheel) {  // the ring's wait lasts at most until the wheel's next tick
+          ring.run_once(context.wheel.next_wake());
+          context.wheel.advance(std::chrono::steady_clock::now());
+        } else {
+          ring.run_once();
+        }
+        // [turn-wheel-uring_coro]
         if (loops_[i]->drain.exchange(false)) uring_coro::drain(context, loops_[i]->listener.get());
       }
       // Pending reads, sends, timeouts and the accept complete with -ECANCELED; new ones are
-      // refused; a job on the pool comes back (the sleeper was interrupted) and finds the same.
+      // refused; a job on the pool comes back (the sleeper was interrupted) and finds the same;
+      // so do the waits in the wheel, fired at once.
       ring.cancel_all();
+      context.wheel.expire_all();
       while (ring.spawned() > 0)
         ring.run_once();
     } catch (const std::exception& e) {

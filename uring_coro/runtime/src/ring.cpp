@@ -102,21 +102,26 @@ io_uring_sqe* Ring::get_sqe(unsigned room) {
   throw std::system_error(EBUSY, std::system_category(), "io_uring_get_sqe");
 }
 
-void Ring::submit(unsigned wait_for) {
+void Ring::submit(unsigned wait_for, const Deadline& until) {
   if (disabled_) {  // the first submission: this thread becomes the ring's one issuer
     if (::syscall(__NR_io_uring_register, ring_.ring_fd, IORING_REGISTER_ENABLE_RINGS, nullptr, 0))
       check(-errno, "IORING_REGISTER_ENABLE_RINGS");
     disabled_ = false;
   }
-  check(io_uring_submit_and_wait(&ring_, wait_for), "io_uring_submit");
+  if (!until || wait_for == 0) return check(io_uring_submit_and_wait(&ring_, wait_for), "io_uring_submit");
+  // The wait's own timeout (IORING_ENTER_EXT_ARG): no SQE, no CQE; -ETIME when it passed.
+  __kernel_timespec limit = to_timespec(*until - std::chrono::steady_clock::now());
+  io_uring_cqe* cqe = nullptr;
+  const int ret = io_uring_submit_and_wait_timeout(&ring_, &cqe, wait_for, &limit, nullptr);
+  if (ret != -ETIME) check(ret, "io_uring_submit_and_wait_timeout");
 }
 
-void Ring::run_once() {
+void Ring::run_once(const Deadline& until) {
   // NOTE: latency. Completions reach the CQ only here (DEFER_TASKRUN): a turn is what was ready
   // when it waited, as with epoll. Posted as they happened, a turn lasted while they kept coming:
   // 4,000 connections on /delay/100 in turns of 80 ms, due timers queued behind them, replies
   // 10-20 ms late (docs/models/uring_coro.md, "Pitfalls": a turn that never ends).
-  submit(1);
+  submit(1, until);
   io_uring_cqe* cqe = nullptr;
   while (io_uring_peek_cqe(&ring_, &cqe) == 0) {
     const io_uring_cqe copy = *cqe;

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <system_error>
 #include <utility>
@@ -55,9 +56,12 @@ class Ring {
   /// A free SQE, and `room` - 1 more after it (a linked pair is never split by a submit).
   io_uring_sqe* get_sqe(unsigned room = 1);
 
-  /// Submits what is queued, waits for at least one completion, and resumes every waiter whose
-  /// CQE arrived (and every coroutine post()ed by another thread); submits every submit_batch.
-  void run_once();
+  /// A time to wait until, at most (steady_clock is CLOCK_MONOTONIC, as the kernel's waits).
+  using Deadline = std::optional<std::chrono::steady_clock::time_point>;
+  /// Submits what is queued, waits for at least one completion (or until `until`, if given), and
+  /// resumes every waiter whose CQE arrived (and every coroutine post()ed by another thread);
+  /// submits every submit_batch.
+  void run_once(const Deadline& until = std::nullopt);
   static constexpr unsigned submit_batch = 16;
 
   /// Starts `task` now; the ring owns it until it ends (spawned() counts it until then). An
@@ -86,7 +90,7 @@ class Ring {
   void wake() { post(std::noop_coroutine()); }
 
  private:
-  void submit(unsigned wait_for);  // io_uring_submit_and_wait, enabling the ring the first time
+  void submit(unsigned wait_for, const Deadline& until = std::nullopt);  // enables the ring first
   void dispatch(const io_uring_cqe& cqe);
   void arm_wakeup();
   void on_wakeup();
