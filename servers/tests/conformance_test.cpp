@@ -39,7 +39,8 @@ class Conformance : public ::testing::TestWithParam<std::string> {
     if (server_) server_->stop();
     options.host = "127.0.0.1";
     options.port = 0;
-    server_ = make_server(GetParam(), options);
+    options.timers = timers_of(GetParam());
+    server_ = make_server(model_of(GetParam()), options);
     try {
       server_->start();
     } catch (const ModelUnavailable& e) {
@@ -50,7 +51,7 @@ class Conformance : public ::testing::TestWithParam<std::string> {
 
   std::uint16_t port() const { return server_->port(); }
   Client connect() { return Client::connect(port()); }
-  std::string server_header() const { return "cm-" + GetParam(); }
+  std::string server_header() const { return "cm-" + model_of(GetParam()); }
 
   /// One request on a fresh connection; fails the test if no response comes.
   Response exchange(std::string_view request) {
@@ -674,8 +675,9 @@ TEST_P(Conformance, StopGivesBackEveryLoopAndConnection) {
   EXPECT_EQ(anon_inode_fds(), before) << "stop() left an event loop's descriptors open";
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, Conformance, ::testing::ValuesIn(model_names()),
-                         [](const auto& info) { return info.param; });
+// Each async model twice: with its own timers and with the timer wheel (`--timers wheel`).
+INSTANTIATE_TEST_SUITE_P(Models, Conformance, ::testing::ValuesIn(model_names_and_wheels()),
+                         [](const auto& info) { return test_name_of(info.param); });
 
 }  // namespace
 }  // namespace cm::test
