@@ -109,11 +109,23 @@ void Ring::submit(unsigned wait_for, const Deadline& until) {
     disabled_ = false;
   }
   if (!until || wait_for == 0) return check(io_uring_submit_and_wait(&ring_, wait_for), "io_uring_submit");
-  // The wait's own timeout (IORING_ENTER_EXT_ARG): no SQE, no CQE; -ETIME when it passed.
-  __kernel_timespec limit = to_timespec(*until - std::chrono::steady_clock::now());
-  io_uring_cqe* cqe = nullptr;
-  const int ret = io_uring_submit_and_wait_timeout(&ring_, &cqe, wait_for, &limit, nullptr);
-  if (ret != -ETIME) check(ret, "io_uring_submit_and_wait_timeout");
+  // A wait with its own timeout (IORING_ENTER_EXT_ARG: no SQE, no CQE); -ETIME when it passed.
+  const auto wait = [this](unsigned events, std::chrono::nanoseconds at_most) {
+    __kernel_timespec limit = to_timespec(at_most);
+    io_uring_cqe* cqe = nullptr;
+    const int ret = io_uring_submit_and_wait_timeout(&ring_, &cqe, events, &limit, nullptr);
+    if (ret != -ETIME) check(ret, "io_uring_submit_and_wait_timeout");
+  };
+  // NOTE: fairness. The kernel runs a deferred completion (a recv that waited for its data) only
+  // in a wait, and at most 20 of them a wait when it is asked for one event (6.x kernels). What
+  // completes at submission (a send, a recv whose data was there) is not in that queue. A caller
+  // with timers of its own (uring_coro's wheel, fired between turns) lets such connections go
+  // round without ever joining it, while the queue of the others grows: Jain's index 0.45 at
+  // 18,000 connections. So first take every completion the kernel holds (as many as the CQ can,
+  // waiting for none), then wait if there was none.
+  wait(ring_.cq.ring_entries, {});
+  const auto left = *until - std::chrono::steady_clock::now();
+  if (io_uring_cq_ready(&ring_) == 0 && left > left.zero()) wait(wait_for, left);
 }
 
 void Ring::run_once(const Deadline& until) {

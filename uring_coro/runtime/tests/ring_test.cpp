@@ -121,6 +121,34 @@ TEST_F(RingTest, SendAndRecvOverASocketPair) {
   EXPECT_EQ(ring().run(exchange(ring())), "hello, ring");
 }
 
+TEST_F(RingTest, ATurnWithADeadlineTakesEveryCompletionThatWaitedInOneGo) {
+  // 100 recvs wait for data (the kernel completes them later, in a wait of this thread); a turn
+  // with a deadline -- the one a timer wheel's loop runs -- takes them all, not a first batch.
+  make_ring(256);
+  constexpr int n = 100;
+  std::vector<SocketPair> pairs(n);
+  int received = 0;
+  auto receive = [&](Ring& r, int fd) -> Task<void> {  // NOTE: outlives the tasks it makes
+    char buffer[8];
+    if (co_await RecvFor(r, fd, buffer, 10s) > 0) ++received;
+  };
+  for (auto& pair : pairs)
+    ring().spawn(receive(ring(), pair.b.get()));
+  ring().run_once(Clock::now());  // submits them; nothing has come, and it waits for nothing
+  ASSERT_EQ(received, 0);
+  for (auto& pair : pairs)
+    ASSERT_EQ(::write(pair.a.get(), "x", 1), 1);
+  ring().run_once(Clock::now() + 10s);
+  EXPECT_EQ(received, n);
+  run_until_joined();
+}
+
+TEST_F(RingTest, ATurnWithADeadlineReturnsByItWhenNothingCompletes) {
+  const auto deadline = Clock::now() + 20ms;
+  ring().run_once(deadline);
+  EXPECT_GE(Clock::now(), deadline);  // the kernel's timed wait: never before it
+}
+
 TEST_F(RingTest, RecvForGivesEtimeWhenNothingComesAndDataWhenItDoes) {
   SocketPair pair;
   auto receive = [&](Ring& r, std::chrono::milliseconds limit) -> Task<int> {
