@@ -206,7 +206,10 @@ class Runner:
 
     def ceiling_source(self, target):
         """The target whose /plaintext is this one's CPU ceiling: the first variant of the same
-        server (offload: inline, where the trivial request runs on the loop)."""
+        server (offload: inline, where the trivial request runs on the loop), or itself when the
+        profile measures a ceiling per variant (timers: the variants differ only in their waits)."""
+        if self.profile.ceiling_per_variant:
+            return target
         return next(t for t in self.targets if t.name == target.name)
 
     # -- validation -----------------------------------------------------------------------------
@@ -334,12 +337,13 @@ class Runner:
         rounds.extend([None] * (m.round + 1 - len(rounds)))  # a round beyond the planned ones
         rounds[m.round] = m
 
-    def ceiling_window(self, target, rnd):
-        """A short /plaintext window on the ceiling source's running server."""
+    def ceiling_window(self, target, rnd, ceiling_row=None):
+        """A short /plaintext window on the ceiling source's running server (with as many
+        connections as `ceiling_row` says, the sprint's by default)."""
         source = self.ceiling_source(target)
         if source.label in self.refused or self.ceiling_row is None:
             return None
-        return self.measure(source, self.servers[source.label], self.ceiling_row, rnd,
+        return self.measure(source, self.servers[source.label], ceiling_row or self.ceiling_row, rnd,
                             duration_s=self.profile.ceiling_duration_s,
                             warmup_s=self.profile.ceiling_warmup_s)
 
@@ -380,12 +384,12 @@ class Runner:
                               "so no window was spent on it back to back")
         if self.ceiling_row is None or row.compute_us > 0:  # /cpu/N: the work alone bounds it
             return None, None
+        ceiling_row = self.ceiling_row
+        if self.profile.ceiling_at_row_connections:  # the CPU's ceiling with as many clients
+            ceiling_row = dataclasses.replace(ceiling_row, connections=row.connections)
         if self.ceiling_source(target) is not target:
-            c = self.ceiling_window(target, rnd)
+            c = self.ceiling_window(target, rnd, ceiling_row)
         else:
-            ceiling_row = self.ceiling_row
-            if self.profile.ceiling_at_row_connections:  # the CPU's ceiling with as many clients
-                ceiling_row = dataclasses.replace(ceiling_row, connections=row.connections)
             c = self.measure(target, server, ceiling_row, rnd,
                              duration_s=self.profile.ceiling_duration_s,
                              warmup_s=self.profile.ceiling_warmup_s)

@@ -105,6 +105,8 @@ class Profile:
     # (an io_uring loop batching more completions per turn) is not priced against too low a
     # ceiling.
     ceiling_at_row_connections: bool = False
+    # Each variant its own CPU ceiling (its own sprints), not its server's first variant's.
+    ceiling_per_variant: bool = False
     chart: str = "bars"
     variants: list = dataclasses.field(default_factory=lambda: [Variant()])
     # A row with more connections is spread over several cm-load processes (one process holds
@@ -157,11 +159,13 @@ def parse(doc):
         if key in doc:
             setattr(p, key, _positive(doc[key], key) if key != "warmup_s" else float(doc[key]))
     window = doc.get("ceiling_window", {})
-    _only(window, {"duration_s", "warmup_s", "rounds", "connections"}, "ceiling_window")
+    _only(window, {"duration_s", "warmup_s", "rounds", "connections", "per_variant"},
+          "ceiling_window")
     if window.get("connections", "row") not in ("row",):
         raise ProfileError('ceiling_window.connections: "row" (or leave it out)')
     p.ceiling_at_row_connections = "connections" in window
     p.ceiling_rounds = int(window.get("rounds", p.ceiling_rounds))
+    p.ceiling_per_variant = bool(window.get("per_variant", False))
     p.ceiling_duration_s = float(window.get("duration_s", p.ceiling_duration_s))
     p.ceiling_warmup_s = float(window.get("warmup_s", p.ceiling_warmup_s))
     p.models = doc.get("models", "all")
