@@ -111,12 +111,8 @@ class UringServer final : public LoopServer {
       const bool wheel = state_.options.timers == Timers::wheel;
       while (!stopping_.load(std::memory_order_acquire)) {
         // [turn-wheel-uring_coro]
-        if (wheel) {  // the ring's wait lasts at most until the wheel's next tick
-          ring.run_once(context.wheel.next_wake());
-          context.wheel.advance(std::chrono::steady_clock::now());
-        } else {
-          ring.run_once();
-        }
+        ring.run_once(context.wheel.next_wake());  // with a wait in the wheel: until its tick
+        if (wheel) context.wheel.advance(std::chrono::steady_clock::now());
         // [turn-wheel-uring_coro]
         if (loops_[i]->drain.exchange(false)) uring_coro::drain(context, loops_[i]->listener.get());
       }
