@@ -81,6 +81,7 @@ waiting-cost: build
 	harness/waiting-cost --model blocking --threads 512 --waiting 512 --json results/waiting-cost/blocking.json
 	for m in $$(build/bin/cm-server --list-models | awk '$$1 != "blocking" {print $$1}'); do \
 	  harness/waiting-cost --model $$m --threads 1 --waiting 10000 --json results/waiting-cost/$$m.json || exit 1; \
+	  harness/waiting-cost --model $$m --threads 1 --waiting 10000 --timers wheel --json results/waiting-cost/$$m-wheel.json || exit 1; \
 	done
 	harness/waiting-cost --summary results/waiting-cost
 

@@ -121,12 +121,16 @@ bool Connection::wait(std::chrono::milliseconds duration) {
 void Loop::set_tick() {
   const auto wake = wheel.next_wake();
   if (!wake) return (void)uv_timer_stop(&tick);
-  uv_update_time(&uv);  // a timeout counts from the loop's clock: make it now, not the turn's start
+  // libuv counts a timeout in whole ms from its clock (CLOCK_MONOTONIC, as steady_clock, cut to
+  // the ms): from there, to the first ms at or after the wake, so that the tick is never early.
+  uv_update_time(&uv);
+  const std::chrono::steady_clock::time_point uv_time{std::chrono::milliseconds(uv_now(&uv))};
+  const auto timeout = std::chrono::ceil<std::chrono::milliseconds>(*wake - uv_time).count();
   uv_timer_start(&tick, [](uv_timer_t* t) {
     auto* loop = static_cast<Loop*>(t->data);
     loop->wheel.advance(std::chrono::steady_clock::now());  // each due wait's resume()
     loop->set_tick();
-  }, ms_until(*wake), 0);
+  }, static_cast<std::uint64_t>(std::max<std::int64_t>(timeout, 0)), 0);
 }
 // [turn-wheel-libuv_callbacks]
 
