@@ -49,6 +49,14 @@ def _stat(key: str, fmt: str = "{:,.0f}", part: str | None = "median"):
     return get
 
 
+def _paired(row: dict, key: str, part: str) -> str:
+    """One end (or the median) of a row's within-round ratio to its server's first variant."""
+    value = ((row["summary"].get("paired") or {}).get(key) or {}).get(part)
+    if value is None:
+        raise LookupError(f"no paired {key} in this row (a first variant, or too few rounds)")
+    return f"{value:.2f}"
+
+
 # FIELD -> how it is read from a row of results.json and written in a page.
 FIELDS = {
     "rps": _stat("rps"),
@@ -57,6 +65,9 @@ FIELDS = {
     "spread": _stat("rps", "{:.0%}", part="spread"),
     "efficiency": _stat("efficiency", "{:.0%}"),
     "efficiency1": _stat("efficiency", "{:.1%}"),
+    # the 95% interval of the efficiency's median (a claim: results.md's table), its two ends
+    "efficiency_low": _stat("efficiency_interval", "{:.0%}", part="low"),
+    "efficiency_high": _stat("efficiency_interval", "{:.0%}", part="high"),
     # "connections or cpu" (the rounds differ) and "connections = threads" (a tie: both bind) are
     # one word in a page: "connections/cpu", "connections/threads".
     "bound": lambda row: row["bound"].replace(" or ", "/").replace(" = ", "/"),
@@ -70,6 +81,18 @@ FIELDS = {
     "open": _stat("connections_open"),
     "starved": _stat("starved_connections"),
     "cpu": _stat("server_cpu_ms_per_1k", "{:.1f}"),
+    "cpu_min": _stat("server_cpu_ms_per_1k", "{:.1f}", part="min"),
+    # a later variant over its server's first, round by round (results.add_variant_pairs)
+    "cpu_paired": lambda row: _paired(row, "cpu_per_request", "estimate"),
+    "cpu_paired_low": lambda row: _paired(row, "cpu_per_request", "low"),
+    "cpu_paired_high": lambda row: _paired(row, "cpu_per_request", "high"),
+    "efficiency_paired": lambda row: _paired(row, "efficiency", "estimate"),
+    "efficiency_paired_low": lambda row: _paired(row, "efficiency", "low"),
+    "efficiency_paired_high": lambda row: _paired(row, "efficiency", "high"),
+    "overshoot_paired": lambda row: _paired(row, "overshoot_p99", "estimate"),
+    "overshoot_paired_low": lambda row: _paired(row, "overshoot_p99", "low"),
+    "overshoot_paired_high": lambda row: _paired(row, "overshoot_p99", "high"),
+    "cpu_max": _stat("server_cpu_ms_per_1k", "{:.1f}", part="max"),
     "busy": _stat("server_busy", "{:.0%}"),
     "rss": _stat("rss_per_connection_kib", "{:.2f}"),
     "peak_rss": _stat("peak_rss_mib", "{:.1f}"),

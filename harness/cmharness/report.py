@@ -5,7 +5,7 @@ over the rounds with its 95% interval. Overlapping intervals are "no difference 
 an efficiency whose interval lies above 1 is flagged as a defect of the measurement.
 """
 
-from . import ceilings, stats
+from . import ceilings, results, stats
 
 ABOVE = "**above its ceiling: a measurement defect, not a finding**"
 
@@ -155,6 +155,31 @@ def validation(doc):
     return "\n".join(out)
 
 
+def paired_table(doc):
+    """The variants of each server set against its first, round by round (add_variant_pairs), or
+    "" when the profile has one variant."""
+    results.add_variant_pairs(doc)  # a document written before they were kept has its rounds
+    lines = []
+    for t in doc["targets"]:
+        for r in t["rows"]:
+            paired = r["summary"].get("paired")
+            if not paired:
+                continue
+            cells = [stats.Estimate.from_json(paired[k]).format("{:.2f}") if paired.get(k)
+                     else "-" for k in results.PAIRED]
+            lines.append(f"| {t['server']} | {t['variant']} over {paired['against']} | "
+                         f"{_row_label(doc, r['key'])} | " + " | ".join(cells) + " |")
+    if not lines:
+        return ""
+    return "\n".join([
+        "## Variants, paired within each round", "",
+        "Each later variant of a server over its first, the same row in the same round: the median "
+        "of the rounds' ratios with its 95% interval. An interval that holds 1 is **no difference "
+        "measured here**.", "",
+        "| server | variant | row | server CPU per request, ratio | efficiency, ratio | "
+        "p99 overshoot, ratio |", "|---|---|---|--:|--:|--:|", *lines, ""])
+
+
 def markdown(doc, charts, chart_note=""):
     m = doc["meta"]
     p = m["provenance"]
@@ -175,6 +200,7 @@ def markdown(doc, charts, chart_note=""):
         "whatever the medians say.", "",
         claims_table(doc), "", "Orderings these intervals support (disjoint intervals):", "",
         orderings(doc), "",
+        *([paired_table(doc)] if paired_table(doc) else []),
         "## Full table", "",
         "Medians over the rounds, the least and the greatest in brackets. Absolute rps follow the "
         "machine's speed, which moves by tens of percent within minutes: compare servers by the "

@@ -162,6 +162,54 @@ def _claim(target, row, kind, est, servers, reference=None):
             "above_ceiling": kind == "efficiency" and stats.above_ceiling(est)}
 
 
+def _cpu_per_request_us(round_json):
+    """A round's server CPU per answer in the window, µs (as server_cpu_ms_per_1k), from its JSON."""
+    load = round_json.get("load") or {}
+    answered = (round_json.get("rps") or 0) * (load.get("duration_s") or 0)
+    cpu = round_json.get("server_cpu_s")
+    return cpu * 1e6 / answered if answered and cpu is not None else None
+
+
+def _overshoot_p99(round_json):
+    return (((round_json.get("load") or {}).get("overshoot_us")) or {}).get("p99")
+
+
+#: What add_variant_pairs sets side by side: a key of summary["paired"] -> a round's figure.
+PAIRED = {"cpu_per_request": _cpu_per_request_us, "efficiency": lambda r: r.get("efficiency"),
+          "overshoot_p99": _overshoot_p99}
+
+
+def _round_figures(row):
+    """Each round's PAIRED figures of a row in results.json, None where the round failed."""
+    return [{k: f(r) for k, f in PAIRED.items()} if r and not r.get("error") and r.get("rps")
+            else dict.fromkeys(PAIRED) for r in row.get("rounds", [])]
+
+
+def add_variant_pairs(doc):
+    """Each row of a server's later variant, paired with the same row of its first variant round by
+    round: summary["paired"] = {"against", and each key of PAIRED: the Estimate of the within-round
+    ratios, this variant's figure over the first's (the rows of one round run minutes apart at
+    most, on the same machine's speed)}. Returns whether any row got one."""
+    first, added = {}, False
+    for t in doc["targets"]:
+        first.setdefault(t["server"], t)
+        base = first[t["server"]]
+        if base is t:
+            continue
+        base_rows = {r["key"]: r for r in base["rows"]}
+        for row in t["rows"]:
+            other = base_rows.get(row["key"])
+            if other is None or row.get("cpu_ceiling_row"):
+                continue
+            mine, theirs = _round_figures(row), _round_figures(other)
+            paired = {k: _json(stats.paired_ratio([m[k] for m in mine], [o[k] for o in theirs]))
+                      for k in PAIRED}
+            if any(paired.values()):
+                row["summary"]["paired"] = {"against": base["variant"], **paired}
+                added = True
+    return added
+
+
 def document(runner, meta, skipped):
     targets = []
     for t in runner.targets:
@@ -175,8 +223,10 @@ def document(runner, meta, skipped):
                         "refused": runner.refused.get(t.label, ""),
                         "validation": {"ok": v.ok, "failure": v.failure, "passed": v.passed}
                         if v else None, "rows": rows})
-    return {"schema": SCHEMA, "meta": meta, "skipped": skipped, "targets": targets,
-            "claims": claims(runner)}
+    doc = {"schema": SCHEMA, "meta": meta, "skipped": skipped, "targets": targets,
+           "claims": claims(runner)}
+    add_variant_pairs(doc)
+    return doc
 
 
 def csv_text(runner):

@@ -321,6 +321,9 @@ def render(argv, root=None):
             from .latency import dumps, resummarize
             with open(os.path.join(folder, "results.json"), "w") as f:
                 f.write(dumps(resummarize(doc)))
+        elif results.add_variant_pairs(doc):  # the variants' pairs, from the rounds it keeps
+            with open(os.path.join(folder, "results.json"), "w") as f:
+                f.write(json.dumps(doc, indent=1) + "\n")
         with open(os.path.join(folder, "results.md"), "w") as f:
             f.write((latency_report.markdown if latency else report.markdown)(
                 doc, results.charts_in(folder)))

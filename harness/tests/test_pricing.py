@@ -162,6 +162,39 @@ class Runner(unittest.TestCase):
         self.assertEqual(pool.arg("--offload", "standard"), "pool")
 
 
+    def test_a_profile_may_price_each_variant_against_its_own_ceiling(self):
+        p = profile(variants=[{"name": "model", "server_args": ["--timers", "model"]},
+                              {"name": "wheel", "server_args": ["--timers", "wheel"]}],
+                    ceiling_window={"per_variant": True})
+        targets, _ = price.plan_targets(p, ["asio_coro"], peers=False)
+        r = price.Runner(p, price.Settings("bin", "work", [0], [1]), targets)
+        model, wheel = targets
+        self.assertIs(r.ceiling_source(wheel), wheel)
+        self.assertTrue(r.is_ceiling(wheel, p.rows[0]))
+
+    def test_a_variants_ceiling_window_takes_the_rows_connections(self):
+        """A variant priced against its first variant's server still gets the CPU ceiling at the
+        row's connections when the profile asks for it (the ceiling at 18,000 connections is
+        not the one at 128)."""
+        p = profile(rounds=1, variants=[{"name": "a"}, {"name": "b"}],
+                    ceiling_window={"connections": "row"})
+        targets, _ = price.plan_targets(p, ["asio_coro"], peers=False)
+        seen = []
+
+        class Windows(price.Runner):
+            def measure(self, target, server, row, rnd, *, duration_s, warmup_s, extra=()):
+                seen.append((target.label, row.cpu_ceiling, row.connections))
+                return price.Measurement(rnd, 0, row, window_s=1.0, result=load.LoadResult.from_json(
+                    cm_load_json(50_000, row.connections, row.mean_delay_ms)))
+
+        r = Windows(p, price.Settings("bin", "work", [0], [1], progress=False), targets)
+        first, second = targets
+        r.servers[first.label] = None
+        delay = next(row for row in p.rows if not row.cpu_ceiling)
+        r.row_on(second, None, delay, 0)
+        self.assertIn((first.label, True, delay.connections), seen)
+
+
 class AFailedCeiling(unittest.TestCase):
     """A row whose back-to-back CPU-ceiling window failed has nothing to be priced against: the
     round is an error, not an efficiency against the next ceiling up (connections / delay)."""

@@ -69,3 +69,51 @@ class Blocks(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def _round(rps, cpu_s, efficiency, duration=2.0, error=""):
+    return {"error": error, "rps": rps, "server_cpu_s": cpu_s, "efficiency": efficiency,
+            "load": {"duration_s": duration}}
+
+
+def _row(key, rounds, ceiling=False):
+    return {"key": key, "cpu_ceiling_row": ceiling, "summary": {}, "rounds": rounds}
+
+
+class VariantPairs(unittest.TestCase):
+    """A later variant of a server is set against its first round by round: the ratios of the
+    same round, not of the medians (the machine's speed moves between rounds)."""
+
+    def doc(self):
+        model = [_round(1000, 0.04, 0.8), _round(500, 0.02, 0.4), _round(1000, 0.04, 0.9)]
+        # the wheel costs 0.75 of the model's CPU per request in every round, however fast the round
+        wheel = [_round(1000, 0.03, 0.96), _round(500, 0.015, 0.48), _round(1000, 0.03, 0.9)]
+        return {"targets": [
+            {"server": "uring_coro", "variant": "model",
+             "rows": [_row("plaintext", [], ceiling=True), _row("delay", model)]},
+            {"server": "uring_coro", "variant": "wheel",
+             "rows": [_row("plaintext", [], ceiling=True), _row("delay", wheel)]},
+            {"server": "asio_coro", "variant": "model", "rows": [_row("delay", model)]}]}
+
+    def test_each_later_variants_row_gets_the_within_round_ratios(self):
+        doc = self.doc()
+        self.assertTrue(results.add_variant_pairs(doc))
+        paired = doc["targets"][1]["rows"][1]["summary"]["paired"]
+        self.assertEqual(paired["against"], "model")
+        self.assertAlmostEqual(paired["cpu_per_request"]["estimate"], 0.75)
+        self.assertEqual(paired["cpu_per_request"]["n"], 3)
+        self.assertAlmostEqual(paired["efficiency"]["estimate"], 1.2)
+
+    def test_a_first_variant_a_ceiling_row_and_a_failed_round_get_none(self):
+        doc = self.doc()
+        doc["targets"][1]["rows"][1]["rounds"][1]["error"] = "cm-load exit 1"
+        results.add_variant_pairs(doc)
+        self.assertNotIn("paired", doc["targets"][0]["rows"][1]["summary"])
+        self.assertNotIn("paired", doc["targets"][1]["rows"][0]["summary"])
+        self.assertNotIn("paired", doc["targets"][2]["rows"][0]["summary"])  # its own server
+        self.assertEqual(doc["targets"][1]["rows"][1]["summary"]["paired"]["cpu_per_request"]["n"], 2)
+
+    def test_one_variant_adds_nothing(self):
+        doc = self.doc()
+        del doc["targets"][1]
+        self.assertFalse(results.add_variant_pairs(doc))
