@@ -20,7 +20,7 @@ struct Context {
   uring::Pool& pool;   ///< where the pool venue runs, shared by every ring
   ServerState& state;  ///< what every loop of the server shares
   std::unordered_set<int> awaiting_request = {};  ///< fds in a recv for a request (for drain)
-  TimerWheel wheel = {};  ///< --timers wheel: the Waits, fired by the loop between its waits
+  TimerWheel wheel{};  ///< --timers wheel: the Waits, fired by the loop between its waits
 };
 
 /// The server drains: cancels every recv for a request (it then ends as if its deadline passed)
