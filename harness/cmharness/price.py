@@ -14,6 +14,14 @@ round. This is how cm-price measures, and why (issue 20: "a figure is a claim"):
   on a pool of 64) answers in waves of the pool's size unless its first requests are spread: its
   stagger spreads them over delay x connections / threads, so each thread's phase differs and the
   answers flow evenly; a window of any length then counts whole waves' worth.
+- A row's CPU ceiling brackets it: a window right before the row and one right after, on the same
+  server in the same state (as many connections, where the profile asks), and the row is priced
+  against the larger. The machine's speed moves by tens of percent within seconds, and a slower
+  moment only ever lowers what a window measures, so the most the server answered around the row
+  is the better reading of what it could answer. A row that still answered more than its ceiling
+  gets more windows after it, up to MAX_CEILING_WINDOWS; a round above its ceiling by more than
+  ABOVE_TOLERANCE after that is a defect of the measurement, shown as one and not counted in any
+  figure (a window that counted a wave of answers can do it to connections / delay too).
 - A row whose efficiency interval is still wider than half its estimate after the planned rounds
   (stats.NOISE_WIDTH: too wide to tell a change from the noise) gets more rounds, each with its
   ceiling back to back, up to the profile's max_rounds: with 6 rounds the 95% interval of a median
@@ -29,9 +37,15 @@ import resource
 import sys
 import time
 
-from . import ceilings, load, proc, profiles, stats, validate
+from . import ceilings, load, memory, proc, profiles, stats, validate
 from .ceilings import Ceilings
 from .servers import Server, find_program, kind_of
+
+#: A round whose rps passes its ceiling by more than this share is a defect of the measurement.
+ABOVE_TOLERANCE = stats.ABOVE_TOLERANCE
+#: The most CPU-ceiling windows around one row: the one before, the one after, and more after
+#: while the row still answered above the largest of them.
+MAX_CEILING_WINDOWS = 4
 
 
 @dataclasses.dataclass
@@ -85,7 +99,9 @@ class Measurement:
     steal: "float | None" = None
     others: "float | None" = None
     load_average: "float | None" = None
-    cpu_ceiling_rps: "float | None" = None  # the back-to-back window's rps
+    cpu_ceiling_rps: "float | None" = None  # the largest of the windows around the row
+    ceiling_windows: list = dataclasses.field(default_factory=list)  # their rps, in order
+    defect: str = ""  # above its ceiling after every window: not counted in any figure
     ceilings: Ceilings = dataclasses.field(default_factory=Ceilings)
     efficiency: "float | None" = None
     stagger_ms: float = 0.0
@@ -102,6 +118,11 @@ class Measurement:
     @property
     def rps(self):
         return self.result.rps if self.ok else None
+
+    @property
+    def counted(self):
+        """Measured, and not a defect: a round the row's figures are made of."""
+        return self.ok and not self.defect
 
 
 def plan_targets(profile, built, only=(), peers=True):
@@ -183,6 +204,7 @@ class Runner:
         self.refused = {}  # label -> why it is not priced
         self.validations = {}  # label -> Validation
         self.threads = {}  # label -> "1 loop, pool 64", "64 workers", ...
+        self.waiting_costs = {}  # label -> memory.WaitingCost (a profile with "memory")
         self.measurements = {}  # (label, row key) -> [Measurement per round]
         self.sequence = 0
         self.orders = []  # the order of each round's sprint, for the record
@@ -238,6 +260,24 @@ class Runner:
 
     def priced(self):
         return [t for t in self.targets if t.label not in self.refused]
+
+    def measure_memory(self):
+        """Bytes per waiting request of every priced server that answers /delay, each on fresh
+        servers of its own (cmharness.memory): the blocking model with as many requests as its
+        workers, the others with the profile's memory.waiting."""
+        p, s = self.profile, self.settings
+        for t in self.priced():
+            if not p.memory_waiting or not any(r.path.startswith("/delay/")
+                                               for r in rows_for(t, p.rows)):
+                continue
+            n = p.blocking_workers if t.kind == "blocking" else p.memory_waiting
+            self.log(f"{t.label}: bytes per waiting request, {n:,} waiting")
+            try:
+                self.waiting_costs[t.label] = memory.measure(
+                    t.name, n, loops=s.loops, cpus=s.server_cpus, bin_dir=s.bin_dir, pool=p.pool,
+                    args=t.variant.server_args, workdir=s.work_dir, stop_grace_s=1.0)
+            except (RuntimeError, OSError, ValueError) as e:
+                self.log(f"{t.label}: bytes per waiting request not measured: {e}")
 
     # -- one window -----------------------------------------------------------------------------
 
@@ -375,8 +415,7 @@ class Runner:
 
     def ceiling_for(self, target, server, row, rnd):
         """The CPU ceiling a row about to run on `server` is priced against: this round's sprint
-        window when it cannot bind; else a window back to back, on the same server process (or,
-        for a variant, on its ceiling source's running server)."""
+        window when it cannot bind; else a window back to back (bracket() adds the ones after)."""
         sprinted = self.sprint_ceiling(target, row, rnd)
         if sprinted:
             return sprinted, ("ceiling-from-sprint", "its CPU ceiling is this round's sprint "
@@ -384,18 +423,44 @@ class Runner:
                               "so no window was spent on it back to back")
         if self.ceiling_row is None or row.compute_us > 0:  # /cpu/N: the work alone bounds it
             return None, None
+        c = self.ceiling_window_at(target, server, row, rnd)
+        if c is not None and not c.ok:  # no ceiling to price the row against: not a figure
+            return None, ("ceiling-failed", f"its CPU ceiling window failed: {c.error}")
+        return (c.rps if c is not None else None), None
+
+    def ceiling_window_at(self, target, server, row, rnd):
+        """One CPU-ceiling window for `row`, on the same server process (or, for a variant, on its
+        ceiling source's running server), with as many connections as the row when the profile
+        asks."""
         ceiling_row = self.ceiling_row
         if self.profile.ceiling_at_row_connections:  # the CPU's ceiling with as many clients
             ceiling_row = dataclasses.replace(ceiling_row, connections=row.connections)
         if self.ceiling_source(target) is not target:
-            c = self.ceiling_window(target, rnd, ceiling_row)
-        else:
-            c = self.measure(target, server, ceiling_row, rnd,
-                             duration_s=self.profile.ceiling_duration_s,
-                             warmup_s=self.profile.ceiling_warmup_s)
-        if c is not None and not c.ok:  # no ceiling to price the row against: not a figure
-            return None, ("ceiling-failed", f"its CPU ceiling window failed: {c.error}")
-        return (c.rps if c is not None else None), None
+            return self.ceiling_window(target, rnd, ceiling_row)
+        return self.measure(target, server, ceiling_row, rnd,
+                            duration_s=self.profile.ceiling_duration_s,
+                            warmup_s=self.profile.ceiling_warmup_s)
+
+    def bracket(self, m, target, server, rnd):
+        """The windows after a row priced against a back-to-back CPU ceiling: one, then more while
+        the row answered above the largest so far (up to MAX_CEILING_WINDOWS in all); the row's
+        ceiling is the largest."""
+        m.ceiling_windows = [m.cpu_ceiling_rps]
+        while len(m.ceiling_windows) < MAX_CEILING_WINDOWS and (
+                len(m.ceiling_windows) < 2
+                or m.rps > (1 + ABOVE_TOLERANCE) * max(m.ceiling_windows)):
+            c = self.ceiling_window_at(target, server, m.row, rnd)
+            if c is None or not c.ok:
+                m.notes.append(("ceiling-after-failed", "a CPU-ceiling window after the row "
+                                f"failed ({c.error if c is not None else 'no server'}): priced "
+                                "against the windows that were measured"))
+                break
+            m.ceiling_windows.append(c.rps)
+        m.cpu_ceiling_rps = max(m.ceiling_windows)
+        if len(m.ceiling_windows) > 2:
+            m.notes.append(("more-ceiling-windows", "the row answered above the CPU ceiling "
+                            "measured before and after it, so more windows were measured after "
+                            "it; priced against the largest"))
 
     def row_on(self, target, server, row, rnd, fresh=False):
         p = self.profile
@@ -409,6 +474,8 @@ class Runner:
         m.cpu_ceiling_rps = ceiling
         if note:
             m.notes.append(note)
+        elif ceiling is not None and m.ok:  # measured back to back: bracket the row
+            self.bracket(m, target, server, rnd)
         return m
 
     def sprint_ceiling(self, target, row, rnd):
@@ -418,8 +485,8 @@ class Runner:
         source = self.ceiling_source(target)
         rounds = self.measurements.get((source.label, getattr(self.ceiling_row, "key", None)))
         m = rounds[rnd] if rounds and rnd < len(rounds) else None
-        if m is None or not m.ok or row.compute_us > 0:
-            return None
+        if m is None or not m.ok or row.compute_us > 0 or self.profile.ceiling_at_row_connections:
+            return None  # at the row's connections: measured at its shape, wherever it lies
         threads = waiting_threads(target, self.profile, self.settings, row.path)
         other = ceilings.compute(row.connections, row.mean_delay_ms, threads).lowest()
         return m.rps if other and m.rps > self.profile.ceiling_margin * other else None
@@ -441,6 +508,7 @@ class Runner:
 
     def run(self):
         self.validate_all()
+        self.measure_memory()
         p = self.profile
         for rnd in range(max(p.rounds, p.ceiling_rounds if self.ceiling_row else 0)):
             if self.ceiling_row is not None and rnd < p.ceiling_rounds:
@@ -469,7 +537,7 @@ def undecided(measurements, width=stats.NOISE_WIDTH):
         done = [m for m in rounds if m is not None]
         if not done or done[0].is_ceiling:
             continue
-        est = stats.estimate([m.efficiency for m in done if m.ok])
+        est = stats.estimate([m.efficiency for m in done if m.counted])
         if est is not None and est.relative_width() > width:
             out.add(key)
     return out
@@ -532,7 +600,8 @@ def _notes(m, target, offered, threads, mean_delay, profile):
                         f"{mean_delay:g} ms blocking call: a request queues about "
                         f"({offered} / {threads} - 1) x {mean_delay:g} = "
                         f"{(offered / threads - 1) * mean_delay:,.0f} ms, its overshoot"))
-    if m.efficiency is not None and m.efficiency > 1.0:
-        m.notes.append(("above-ceiling", f"{m.efficiency:.1%} of its {m.ceilings.bound()} "
-                        "ceiling: more than a server can answer while honouring the delay, so "
-                        "the window or the ceiling was mismeasured in this round"))
+    if m.efficiency is not None and m.efficiency > 1.0 + ABOVE_TOLERANCE:
+        m.defect = (f"{m.efficiency:.1%} of its {m.ceilings.bound()} ceiling: more than a server "
+                    "can answer while honouring the delay, so the window or the ceiling was "
+                    "mismeasured in this round (a defect: not counted in the row's figures)")
+        m.notes.append(("above-ceiling", m.defect))

@@ -80,6 +80,7 @@ class Row:
 class Profile:
     name: str
     description: str = ""
+    summary: str = ""  # what was run, in a sentence or two a newcomer reads first
     duration_s: float = 2.0
     warmup_s: float = 0.5
     ceiling_duration_s: float = 0.75
@@ -113,6 +114,10 @@ class Profile:
     # at most this many here: 20,000 open files), measuring one window, merged.
     connections_per_load: int = 19_000
     kind: str = "pricing"
+    # Bytes per waiting request (cmharness.memory), measured on fresh servers after validation:
+    # this many requests left waiting in an async model or a peer; the blocking model, one per
+    # worker (0: not measured).
+    memory_waiting: int = 0
     rates_percent: list = dataclasses.field(default_factory=list)  # latency: offered, % of capacity
     rows: list = dataclasses.field(default_factory=list)  # Row, CPU-ceiling rows first
 
@@ -140,11 +145,11 @@ def _positive(v, where):
     return v
 
 
-_TOP = {"name", "description", "duration_s", "warmup_s", "ceiling_window", "rounds", "max_rounds",
+_TOP = {"name", "description", "summary", "duration_s", "warmup_s", "ceiling_window", "rounds", "max_rounds",
         "timeout_ms",
         "models", "peers", "server", "load_threads", "fresh_server", "stagger_cap_ms", "chart",
         "ceiling_margin",
-        "variants", "rows", "kind", "rates_percent", "connections_per_load"}
+        "variants", "rows", "kind", "rates_percent", "connections_per_load", "memory"}
 _ROW = {"id", "path", "delay_ms", "connections", "sweep", "cpu_ceiling", "stagger"}
 
 
@@ -153,7 +158,8 @@ def parse(doc):
     _only(doc, _TOP, "profile")
     if "name" not in doc:
         raise ProfileError('profile: "name" is required')
-    p = Profile(name=doc["name"], description=doc.get("description", ""))
+    p = Profile(name=doc["name"], description=doc.get("description", ""),
+                summary=doc.get("summary", ""))
     for key in ("duration_s", "warmup_s", "rounds", "max_rounds", "timeout_ms", "load_threads",
                 "stagger_cap_ms", "ceiling_margin", "connections_per_load"):
         if key in doc:
@@ -182,6 +188,10 @@ def parse(doc):
     p.loops = server.get("loops")
     p.server_cpus = server.get("cpus")
     p.fresh_server = bool(doc.get("fresh_server", False))
+    memory = doc.get("memory", {})
+    _only(memory, {"waiting"}, "memory")
+    if "waiting" in memory:
+        p.memory_waiting = int(_positive(memory["waiting"], "memory.waiting"))
     p.chart = doc.get("chart", "bars")
     if p.chart not in CHARTS:
         raise ProfileError(f"chart: one of {', '.join(CHARTS)}")

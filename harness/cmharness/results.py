@@ -36,7 +36,8 @@ def measurement_json(m):
            "efficiency": m.efficiency, "bound": m.ceilings.bound() if m.ok else "",
            "ceilings": {"connection": m.ceilings.connection, "thread": m.ceilings.thread,
                         "cpu": m.ceilings.cpu},
-           "cpu_ceiling_rps": m.cpu_ceiling_rps, "stagger_ms": m.stagger_ms, "phase_s": m.phase_s,
+           "cpu_ceiling_rps": m.cpu_ceiling_rps, "ceiling_windows": m.ceiling_windows,
+           "defect": m.defect, "stagger_ms": m.stagger_ms, "phase_s": m.phase_s,
            "settle_s": m.settle_s,
            "fresh_server": m.fresh_server, "server_cpu_s": m.server_cpu_s,
            "server_busy": m.server_busy, "load_busy": m.load_busy,
@@ -89,17 +90,26 @@ FIGURES = {  # summary key -> what it is of one measurement
 }
 
 
+#: The figures of a round that price it against its ceilings: a defect round (above its ceiling)
+#: is not counted in them. Every other figure is a reading of the round, counted whatever.
+PRICED = ("efficiency",)
+
+
 def summarize(rounds):
-    """A row over its rounds: every figure's spread, the errors summed, the bound(s)."""
+    """A row over its rounds: every figure's spread, the errors summed, the bound(s); its
+    efficiency over the rounds that are not defects, and how many were."""
     ok = [m for m in rounds if m is not None and m.ok]
-    summary = {key: spread([f(m) for m in ok]) for key, f in FIGURES.items()}
+    counted = [m for m in ok if m.counted]
+    summary = {key: spread([f(m) for m in (counted if key in PRICED else ok)])
+               for key, f in FIGURES.items()}
+    summary["defects"] = len(ok) - len(counted)
     summary["errors_total"] = sum(m.result.errors_total for m in ok)
     errors = {}
     for m in ok:
         for kind, n in m.result.errors.items():
             errors[kind] = errors.get(kind, 0) + n
     summary["errors"] = errors
-    summary["efficiency_interval"] = _json(stats.estimate([m.efficiency for m in ok]))
+    summary["efficiency_interval"] = _json(stats.estimate([m.efficiency for m in counted]))
     bounds = sorted({m.ceilings.bound() for m in ok if not m.is_ceiling})
     return summary, " or ".join(bounds)  # "a or b": the rounds differ in what binds
 
@@ -131,7 +141,7 @@ def claims(runner):
         first = next(m for m in rounds if m is not None)
         row = first.row
         if not first.is_ceiling:
-            est = stats.estimate([m.efficiency for m in rounds if m is not None and m.ok])
+            est = stats.estimate([m.efficiency for m in rounds if m is not None and m.counted])
             if est:
                 out.append(_claim(target, row, "efficiency", est, [target.name]))
     reference = next((p for p in ("nginx", "node") if (p, _ceiling_key(runner)) in
@@ -175,7 +185,8 @@ def _overshoot_p99(round_json):
 
 
 #: What add_variant_pairs sets side by side: a key of summary["paired"] -> a round's figure.
-PAIRED = {"cpu_per_request": _cpu_per_request_us, "efficiency": lambda r: r.get("efficiency"),
+PAIRED = {"cpu_per_request": _cpu_per_request_us,
+          "efficiency": lambda r: None if r.get("defect") else r.get("efficiency"),
           "overshoot_p99": _overshoot_p99}
 
 
@@ -222,11 +233,17 @@ def document(runner, meta, skipped):
                         "priced": t.label not in runner.refused,
                         "refused": runner.refused.get(t.label, ""),
                         "validation": {"ok": v.ok, "failure": v.failure, "passed": v.passed}
-                        if v else None, "rows": rows})
+                        if v else None, "rows": rows,
+                        "waiting_cost": _waiting_cost(runner, t.label)})
     doc = {"schema": SCHEMA, "meta": meta, "skipped": skipped, "targets": targets,
            "claims": claims(runner)}
     add_variant_pairs(doc)
     return doc
+
+
+def _waiting_cost(runner, label):
+    cost = getattr(runner, "waiting_costs", {}).get(label)
+    return cost.to_json() if cost else None
 
 
 def csv_text(runner):
@@ -234,14 +251,15 @@ def csv_text(runner):
     out = io.StringIO()
     w = csv.writer(out)
     keys = list(FIGURES)
-    w.writerow(["server", "variant", "row", "round", "error", *keys])
+    w.writerow(["server", "variant", "row", "round", "error", *keys, "defect"])
     for (label, key), rounds in runner.measurements.items():
         target = next(t for t in runner.targets if t.label == label)
         for k, m in enumerate(rounds):
             values = [_value(f, m) for f in FIGURES.values()] if m is not None and m.ok else \
                 [""] * len(keys)
             w.writerow([target.name, target.variant.name, key, k,
-                        m.error if m is not None else "not run", *values])
+                        m.error if m is not None else "not run", *values,
+                        "yes" if m is not None and m.defect else ""])
     return out.getvalue()
 
 

@@ -150,11 +150,15 @@ def hull(estimates):
     return Estimate(first.estimate, min(lows), max(highs), sum(e.n for e in estimates))
 
 
-def above_ceiling(efficiency):
-    """An efficiency whose whole interval lies above 1: a defect of the measurement (a window too
-    short, a ceiling mismeasured), never a finding. Without an interval, its estimate above 1."""
+#: An efficiency above 1 by more than this share is past what a window's edges explain.
+ABOVE_TOLERANCE = 0.005
+
+
+def above_ceiling(efficiency, tolerance=ABOVE_TOLERANCE):
+    """An efficiency whose interval reaches above 1 + tolerance: a defect of the measurement (a
+    window too short, a ceiling mismeasured), never a finding -- not even at one end of an
+    interval. Without an interval, its estimate."""
     if efficiency is None:
         return False
-    if efficiency.has_interval:
-        return efficiency.low > 1.0
-    return efficiency.estimate > 1.0
+    top = efficiency.high if efficiency.has_interval else efficiency.estimate
+    return top > 1.0 + tolerance

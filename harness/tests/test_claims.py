@@ -79,14 +79,37 @@ class Claims(unittest.TestCase):
         self.assertFalse(by_id["m delay 100 2000 efficiency"]["above_ceiling"])
         self.assertEqual(by_id["m plaintext - 128 ratio nginx"]["servers"], ["m", "nginx"])
 
-    def test_a_row_above_its_ceiling_is_flagged_in_the_claim_and_the_table(self):
-        runner = FakeRunner([100e3] * 6, [50e3] * 6, [20400, 20500, 20600, 20300, 20450, 20550])
+    def test_a_round_above_its_ceiling_is_a_defect_shown_as_one_and_not_counted(self):
+        """Rounds past connections / delay by more than 0.5% are no figure: the claim is made of
+        the others, and the tables say how many were defects."""
+        runner = FakeRunner([100e3] * 6, [50e3] * 6,
+                            [19800, 20500, 19900, 20600, 19850, 19950, ])
         doc = document(runner)
         claim = next(c for c in doc["claims"] if c["kind"] == "efficiency")
-        self.assertTrue(claim["above_ceiling"])
-        md = report.markdown(doc, [])
-        self.assertIn(report.ABOVE, md)
+        est = stats.Estimate.from_json(claim["estimate"])
+        self.assertEqual((est.n, est.high), (4, None))  # 4 rounds: no 95% interval
+        self.assertAlmostEqual(est.estimate, 0.99375)
+        self.assertFalse(claim["above_ceiling"])
+        row = doc["targets"][0]["rows"][1]
+        self.assertEqual(row["summary"]["defects"], 2)
+        self.assertEqual(sum(bool(m["defect"]) for m in row["rounds"]), 2)
+        self.assertIn("2 rounds above its ceiling: a defect, not counted", report.lesson_table(doc))
+        self.assertIn("yes", results.csv_text(runner))
+
+    def test_a_row_every_round_of_which_is_above_its_ceiling_has_no_figure(self):
+        runner = FakeRunner([100e3] * 6, [50e3] * 6, [20400, 20500, 20600, 20300, 20450, 20550])
+        doc = document(runner)
+        self.assertFalse([c for c in doc["claims"] if c["kind"] == "efficiency"])
+        self.assertIn("every round above its ceiling: a defect, no figure",
+                      report.lesson_table(doc))
         self.assertIn("above-ceiling", json.dumps(doc["targets"]))
+
+    def test_an_old_claim_whose_interval_reaches_past_its_ceiling_is_flagged(self):
+        doc = document(FakeRunner([100e3] * 6, [50e3] * 6, [19800] * 6))
+        claim = next(c for c in doc["claims"] if c["kind"] == "efficiency")
+        claim["estimate"] = stats.Estimate(0.99, 0.95, 1.04, 6).to_json()
+        claim["above_ceiling"] = True
+        self.assertIn(report.ABOVE, report.claims_table(doc))
         self.assertEqual(verify.above(doc)[0][0], claim["id"])
 
     def test_the_table_shows_intervals_and_orderings(self):

@@ -231,6 +231,75 @@ class AFailedCeiling(unittest.TestCase):
         self.assertEqual(m.cpu_ceiling_rps, 50_000)
 
 
+class Bracketing(unittest.TestCase):
+    """A row's CPU ceiling is the largest of windows right before and after it; more after while
+    the row still answered above them; a round above them all is a defect, not a figure."""
+
+    class Windows(price.Runner):
+        def __init__(self, p, ceilings, row_rps):
+            targets, _ = price.plan_targets(p, ["asio_coro"], peers=False)
+            super().__init__(p, price.Settings("bin", "work", [0], [1], progress=False), targets)
+            self.ceilings, self.row_rps, self.windows = list(ceilings), row_rps, []
+
+        def measure(self, target, server, row, rnd, *, duration_s, warmup_s, extra=()):
+            rps = self.ceilings.pop(0) if row.cpu_ceiling else self.row_rps
+            if row.cpu_ceiling:
+                self.windows.append(row.connections)
+            return price.Measurement(rnd, 0, row, window_s=1.0, result=load.LoadResult.from_json(
+                cm_load_json(rps, row.connections, row.mean_delay_ms)))
+
+    def run_row(self, ceilings, row_rps, **extra):
+        # 100,000 connections waiting 100 ms: a connection ceiling of 1M, far above the CPU's
+        p = profile(rounds=1, rows=[
+            {"id": "plaintext", "path": "/plaintext", "connections": [128], "cpu_ceiling": True},
+            {"id": "delay", "path": "/delay/{ms}", "delay_ms": [100], "connections": [100000]}],
+            **extra)
+        r = self.Windows(p, ceilings, row_rps)
+        m = r.row_on(r.targets[0], None, p.rows[1], 0)
+        price.price(m, r.targets[0], p, r.settings)
+        return m, r
+
+    def test_the_row_is_priced_against_the_larger_of_before_and_after(self):
+        m, _ = self.run_row([48_000, 55_000, 99_999], 50_000)
+        self.assertEqual(m.ceiling_windows, [48_000, 55_000])
+        self.assertEqual(m.cpu_ceiling_rps, 55_000)
+        self.assertAlmostEqual(m.efficiency, 50_000 / 55_000)
+        self.assertFalse(m.defect)
+        self.assertTrue(m.counted)
+
+    def test_a_row_still_above_gets_more_windows_and_is_a_defect_past_them_all(self):
+        m, _ = self.run_row([48_000, 50_000, 52_000, 53_000, 99_999], 60_000)
+        self.assertEqual(len(m.ceiling_windows), price.MAX_CEILING_WINDOWS)
+        self.assertEqual(m.cpu_ceiling_rps, 53_000)
+        self.assertIn("defect", m.defect)
+        self.assertFalse(m.counted)
+        self.assertIn("more-ceiling-windows", [k for k, _ in m.notes])
+
+    def test_a_later_window_that_bounds_the_row_ends_the_search(self):
+        m, _ = self.run_row([48_000, 49_000, 61_000, 70_000], 60_000)
+        self.assertEqual(m.ceiling_windows, [48_000, 49_000, 61_000])
+        self.assertFalse(m.defect)
+
+    def test_within_half_a_percent_of_its_ceiling_a_row_is_counted(self):
+        m, _ = self.run_row([49_000, 49_900], 50_000)
+        self.assertEqual(len(m.ceiling_windows), 2)
+        self.assertFalse(m.defect)
+
+    def test_at_the_rows_connections_the_ceiling_is_measured_there_whatever_the_sprint(self):
+        """A profile that prices at the row's shape draws its ceiling at every point: no sprint
+        window stands in for it, however far above the other ceilings it lies."""
+        p = profile(rounds=1, ceiling_window={"connections": "row"})
+        r = self.Windows(p, [], 0)
+        sprint = price.Measurement(0, 0, p.rows[0], window_s=1.0, is_ceiling=True,
+                                   result=load.LoadResult.from_json(cm_load_json(500_000)))
+        r.measurements[("asio_coro", p.rows[0].key)] = [sprint]
+        self.assertIsNone(r.sprint_ceiling(r.targets[0], p.rows[1], 0))
+        q = profile(rounds=1)
+        r2 = self.Windows(q, [], 0)
+        r2.measurements[("asio_coro", q.rows[0].key)] = [sprint]
+        self.assertEqual(r2.sprint_ceiling(r2.targets[0], q.rows[1], 0), 500_000)
+
+
 class MoreRounds(unittest.TestCase):
     """A row the planned rounds leave undecided gets more, up to max_rounds; a decided one not."""
 

@@ -111,9 +111,11 @@ class Comparisons(unittest.TestCase):
         self.assertIsNone(stats.hull([]))
         self.assertEqual(stats.hull([first, stats.Estimate(0.4, None, None, 3)]).low, 0.4)
 
-    def test_an_efficiency_above_its_ceiling_is_flagged_only_when_its_interval_is(self):
+    def test_an_efficiency_whose_interval_reaches_past_its_ceiling_is_flagged(self):
         self.assertTrue(stats.above_ceiling(self.est(1.05, 1.02, 1.07)))
-        self.assertFalse(stats.above_ceiling(self.est(1.01, 0.98, 1.04)))
+        self.assertTrue(stats.above_ceiling(self.est(0.97, 0.90, 1.04)))  # one end is enough
+        self.assertFalse(stats.above_ceiling(self.est(0.99, 0.98, 1.005)))  # a window's edges
+        self.assertFalse(stats.above_ceiling(self.est(0.99, 0.98, 1.0)))
         self.assertTrue(stats.above_ceiling(stats.Estimate(1.05, None, None, 3)))
         self.assertFalse(stats.above_ceiling(None))
 

@@ -13,30 +13,59 @@ waiting_cost = importlib.machinery.SourceFileLoader(
     "waiting_cost", os.path.join(HARNESS, "waiting-cost")).load_module()
 
 
+from cmharness import memory  # noqa: E402
+
+
 class PerRequestBytes(unittest.TestCase):
     def test_the_growth_in_bytes_shared_by_the_requests(self):
-        self.assertEqual(waiting_cost.per_request_bytes(6164, 6304, 20), 7168)
+        self.assertEqual(memory.per_request(6164, 6304, 20), 7168)
 
     def test_whole_bytes_rounded_down(self):
-        self.assertEqual(waiting_cost.per_request_bytes(0, 1, 3), 341)
+        self.assertEqual(memory.per_request(0, 1, 3), 341)
 
     def test_a_shrinking_rss_is_negative(self):
-        self.assertEqual(waiting_cost.per_request_bytes(100, 99, 1), -1024)
+        self.assertEqual(memory.per_request(100, 99, 1), -1024)
+
+
+class StackSize(unittest.TestCase):
+    """The stack a thread reserves, read from the mappings N - 1 more threads added."""
+
+    def test_the_mapping_every_added_thread_brought_with_its_guard(self):
+        mib8, guard = 8 * 1024 * 1024, 4096
+        fewer = {(mib8, "rw-p"): 2, (guard, "---p"): 2, (132 * 1024, "rw-p"): 3,
+                 (64 * 1024 * 1024 - 132 * 1024, "---p"): 3}
+        more = dict(fewer)
+        more[(mib8, "rw-p")] += 63
+        more[(guard, "---p")] += 63
+        more[(132 * 1024, "rw-p")] += 5  # malloc arenas: a few, not one per thread
+        self.assertEqual(memory.stack_size(fewer, more, 63), mib8 + guard)
+
+    def test_none_when_no_mapping_grew_with_every_thread(self):
+        self.assertIsNone(memory.stack_size({(4096, "rw-p"): 1}, {(4096, "rw-p"): 3}, 63))
+
+    def test_the_text_says_the_reserved_stack_beside_the_resident_bytes(self):
+        c = memory.WaitingCost("blocking", 64, 66, 1, 2, 31_000, 8 * 1024 * 1024 + 4096)
+        self.assertEqual(c.text(), "30.3 KiB (+8.0 MiB of stack reserved)")
+        self.assertEqual(memory.WaitingCost.from_json(c.to_json()), c)
+        self.assertEqual(memory.WaitingCost("asio_coro", 9, 3, 1, 2, 2100).text(), "2.1 KiB")
 
 
 class FiguresLine(unittest.TestCase):
     def test_the_line_the_exercise_reads(self):
         figures = {"model": "blocking", "threads": 98, "waiting": 96, "rss_before_kib": 1000,
-                   "rss_after_kib": 2000, "rss_per_waiting_request_bytes": 10666, "vm_size_kib": 900000}
+                   "rss_after_kib": 2000, "rss_per_waiting_request_bytes": 10666, "vm_size_kib": 900000,
+                   "stack_reserved_bytes": 8392704}
         self.assertEqual(waiting_cost.figures_line(figures),
                          "model=blocking threads=98 waiting=96 rss_before=1000KiB rss_after=2000KiB "
-                         "rss_per_waiting_request=10666B vm_size=900000KiB")
+                         "rss_per_waiting_request=10666B vm_size=900000KiB stack_reserved=8392704B")
+        del figures["stack_reserved_bytes"]
+        self.assertNotIn("stack_reserved", waiting_cost.figures_line(figures))
 
 
 class Arguments(unittest.TestCase):
     def test_defaults(self):
         args = waiting_cost.parse_args(["--model", "asio_coro"])
-        self.assertEqual((args.waiting, args.threads, args.warmup, args.json), (1000, None, 0, None))
+        self.assertEqual((args.waiting, args.threads, args.json), (1000, None, None))
         self.assertTrue(args.server.endswith("cm-server"))
 
     def test_threads_is_a_number(self):
