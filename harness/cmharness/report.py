@@ -1,18 +1,293 @@
 """The Markdown of a cm-price result (results.md) and the table it prints, from results.json.
 
-The first table holds the claims: every comparative figure as `estimate [low high]`, the median
-over the rounds with its 95% interval. Overlapping intervals are "no difference measured here";
-an efficiency whose interval lies above 1 is flagged as a defect of the measurement.
+A page opens with what a newcomer needs: what was run, what it shows, and the one table of what
+each server answered against the ceiling that binds it (lesson_table). Then the claims (every
+comparative figure as `estimate [low high]`, the median over the rounds with its 95% interval),
+the orderings they support -- rps compared between servers, an efficiency only among servers
+bound by the same kind of ceiling -- the full table, and the notes, each said once.
 """
 
 from . import ceilings, results, stats
+from .memory import WaitingCost
 
 ABOVE = "**above its ceiling: a measurement defect, not a finding**"
+#: What a reader is told under a claims table whose claims reruns did not reproduce.
+RERUN_MARK = "†"
+#: The most words before the first table of a page (docs/tools/wordcount.py counts the same).
+OPENING_WORDS = 250
 
 
 def _est(claim):
     return stats.Estimate.from_json(claim["estimate"])
 
+
+def _row_label(doc, key):
+    for t in doc["targets"]:
+        for r in t["rows"]:
+            if r["key"] == key:
+                return row_title(r)
+    return key
+
+
+def row_title(r):
+    """"/delay/100 x 2,000" of a row of results.json."""
+    path = r["path"].replace("{ms}", r["delay"]) if r["delay"] else r["path"]
+    return f"{path} x {r['connections_requested']:,}"
+
+
+def _row_order(doc, key):
+    keys = [r["key"] for t in doc["targets"] for r in t["rows"]]
+    return keys.index(key) if key in keys else len(keys)
+
+
+def priced_rows(doc):
+    """{row key: [(target, row)]} of the rows priced against ceilings (not a CPU-ceiling row), in
+    the profile's order, servers in the file's order."""
+    out = {}
+    for t in doc["targets"]:
+        for r in t["rows"]:
+            if not r["cpu_ceiling_row"]:
+                out.setdefault(r["key"], []).append((t, r))
+    return dict(sorted(out.items(), key=lambda kv: _row_order(doc, kv[0])))
+
+
+def _counted(r):
+    return [m for m in r.get("rounds", []) if m and not m.get("error") and m.get("rps")]
+
+
+def rps_estimate(r):
+    """The median rps of a row's measured rounds with its 95% interval."""
+    return stats.estimate([m["rps"] for m in _counted(r)])
+
+
+def _median(r, key):
+    return ((r["summary"] or {}).get(key) or {}).get("median")
+
+
+def bound_kind(r):
+    """The kind of ceiling that binds a row, as a reader takes it (ceilings.binding_label)."""
+    return ceilings.binding_label(r["bound"], r.get("connections_requested"),
+                                  r.get("mean_delay_ms"), _median(r, "thread_ceiling")) or ""
+
+
+def ceiling_text(t, r):
+    """The ceiling that binds, its value and its kind: "640 = 64 threads / 0.1 s"."""
+    value = _median(r, "lowest_ceiling")
+    if value is None:
+        return "-"
+    kind, delay_s = bound_kind(r), (r.get("mean_delay_ms") or 0) / 1000
+    if kind == "threads":
+        threads = round(_median(r, "thread_ceiling") * delay_s)
+        return f"{value:,.0f} = {threads:,} threads / {delay_s:g} s"
+    if kind == "connections":
+        conns = round(_median(r, "connection_ceiling") * delay_s)
+        return f"{value:,.0f} = {conns:,} connections / {delay_s:g} s"
+    if kind == "connections = threads":
+        n = round(_median(r, "thread_ceiling") * delay_s)
+        return f"{value:,.0f} = {n:,} connections = threads / {delay_s:g} s"
+    if kind == "cpu":
+        if r["path"].startswith("/cpu/"):
+            return f"{value:,.0f} = the CPU / {r['path'][len('/cpu/'):]} µs"
+        return f"{value:,.0f} = its CPU"
+    return f"{value:,.0f}: {kind.replace(' or ', ' or by ')} (the rounds differ)"
+
+
+def efficiency_text(r, fmt="{:.1%}"):
+    """The efficiency's estimate and interval, and the rounds that were defects (not counted)."""
+    s = r["summary"] or {}
+    defects = s.get("defects", 0)
+    iv = s.get("efficiency_interval")
+    if iv is None:
+        return f"every round above its ceiling: a defect, no figure" if defects else "-"
+    text = stats.Estimate.from_json(iv).format(fmt)
+    if stats.above_ceiling(stats.Estimate.from_json(iv)):
+        text += f" {ABOVE}"
+    if defects:
+        text += f" ({defects} round{'s' if defects > 1 else ''} above its ceiling: a defect, " \
+                "not counted)"
+    return text
+
+
+def waiting_text(t, r):
+    """Bytes per waiting request of a /delay row's server, when the profile measured it."""
+    cost = t.get("waiting_cost")
+    if not cost or not r["path"].startswith("/delay/"):
+        return "-"
+    return WaitingCost.from_json(cost).text()
+
+
+def lesson_table(doc):
+    """The one table: per priced row and server, what it answered, the ceiling that binds with its
+    value and kind, the efficiency, the bytes a waiting request holds and the p99 overshoot."""
+    lines = ["| row | server | rps | the ceiling that binds | efficiency | bytes per waiting "
+             "request | p99 overshoot, ms |", "|---|---|--:|---|--:|--:|--:|"]
+    for key, pairs in priced_rows(doc).items():
+        for i, (t, r) in enumerate(pairs):
+            rps = rps_estimate(r)
+            over = _median(r, "overshoot_p99_ms")
+            lines.append(
+                f"| {row_title(r) if i == 0 else ''} | {t['label']} | "
+                f"{rps.format('{:,.0f}') if rps else '-'} | {ceiling_text(t, r)} | "
+                f"{efficiency_text(r)} | {waiting_text(t, r)} | "
+                f"{'-' if over is None else f'{over:.1f}'} |")
+    return "\n".join(lines)
+
+
+HOW_MADE = (
+    "How a cell is made: **rps** is the median of the rounds with its 95% interval; **the "
+    "ceiling that binds** is the lowest of `connections / delay`, `threads / delay` (the threads "
+    "a waiting request holds) and the server's CPU (its `/plaintext` rps, the larger of the "
+    "windows right before and right after the row), the median of the rounds; **efficiency** is "
+    "the median of each round's own rps ÷ that round's ceiling -- equal to the ratio of the two "
+    "medians beside it where the ceiling is fixed (connections, threads), not always where it "
+    "moves from round to round (the CPU); a round above its ceiling is a defect of the "
+    "measurement and is not counted. **Bytes per waiting request**: the resident memory one "
+    "request left waiting adds, measured on fresh servers (the blocking model: per worker "
+    "thread holding one, with the stack it reserves). **p99 overshoot**: how late the "
+    "99th-percentile answer came after its delay, the median of the rounds. Efficiencies are "
+    "compared only between servers bound by the same kind of ceiling; rps between any two.")
+
+
+def ratio_table(doc):
+    """The CPU ceilings beside a peer: each server's /plaintext rps and its ratio to the peer's in
+    the same sprint (the ratio claims), or "" without a peer."""
+    ratios = [c for c in doc["claims"] if c["kind"] == "ratio"]
+    if not ratios:
+        return ""
+    ref = ratios[0]["reference"]
+    rows = {}
+    for t in doc["targets"]:
+        for r in t["rows"]:
+            if r["cpu_ceiling_row"] and r["key"] == ratios[0]["row"]:
+                rows[t["label"]] = r
+    title = row_title(rows[ref]) if ref in rows else ratios[0]["row"]
+    lines = [f"| server | {title}: rps | × {ref}'s, same sprint |", "|---|--:|--:|"]
+    for label, r in rows.items():
+        c = next((c for c in ratios if c["label"] == label), None)
+        rps = rps_estimate(r)
+        cell = "= 1" if label == ref else (_est(c).format("{:.2f}") if c else "-")
+        lines.append(f"| {label} | {rps.format('{:,.0f}') if rps else '-'} | {cell} |")
+    return "\n".join(lines)
+
+
+# -- orderings --------------------------------------------------------------------------------
+
+def _rounds_rps(r):
+    """Each round's rps, by round number (None where it failed)."""
+    out = {}
+    for m in r.get("rounds", []):
+        if m and m.get("round") is not None:
+            out[m["round"]] = m["rps"] if not m.get("error") else None
+    return out
+
+
+def rps_ratio(a, b):
+    """a's rps over b's, round by round (each ratio taken within a round), as an Estimate."""
+    ra, rb = _rounds_rps(a), _rounds_rps(b)
+    keys = sorted(set(ra) & set(rb))
+    return stats.paired_ratio([ra[k] for k in keys], [rb[k] for k in keys])
+
+
+def _told_apart(pairs_of, a, b):
+    e = pairs_of(a, b)
+    return e is not None and e.has_interval and e.low > 1.0
+
+
+def tiers(labels, more_than):
+    """`labels` (in descending order of their medians) cut into groups such that every member of
+    a group answered more than every member of the next one (more_than(a, b), measured); adjacent
+    groups that cannot be told apart so are merged."""
+    groups = [[x] for x in labels]
+    merged = True
+    while merged:
+        merged = False
+        for i in range(len(groups) - 1):
+            if not all(more_than(a, b) for a in groups[i] for b in groups[i + 1]):
+                groups[i:i + 2] = [groups[i] + groups[i + 1]]
+                merged = True
+                break
+    return groups
+
+
+def rps_ordering(pairs):
+    """"a, b (no difference measured among them) > c > d; the most answered 31× [30 32] what the
+    least did" for the (target, row) pairs of one row."""
+    by_label = {t["label"]: r for t, r in pairs if rps_estimate(r)}
+    labels = sorted(by_label, key=lambda x: -rps_estimate(by_label[x]).estimate)
+    if len(labels) < 2:
+        return ""
+
+    def more(a, b):
+        return _told_apart(lambda x, y: rps_ratio(by_label[x], by_label[y]), a, b)
+
+    parts = []
+    for g in tiers(labels, more):
+        if len(g) == 1:
+            parts.append(g[0])
+            continue
+        apart = sum(more(a, b) or more(b, a) for i, a in enumerate(g) for b in g[i + 1:])
+        parts.append(", ".join(g) + (" (no difference measured among them)" if not apart else
+                                     f" ({apart} of {len(g) * (len(g) - 1) // 2} pairs told "
+                                     "apart)"))
+    text = " > ".join(parts)
+    spread = rps_ratio(by_label[labels[0]], by_label[labels[-1]])
+    if spread is not None and spread.estimate >= 1.5:
+        text += (f"; {labels[0]} answered {spread.format('{:,.1f}')} times what {labels[-1]} did "
+                 "(within each round)")
+    return text
+
+
+def efficiency_orderings(pairs):
+    """Among the servers of one row bound by the same kind of ceiling (and only among them): the
+    pairs whose efficiency intervals are disjoint."""
+    groups = {}
+    for t, r in pairs:
+        iv = (r["summary"] or {}).get("efficiency_interval")
+        if iv:
+            groups.setdefault(bound_kind(r), []).append((t["label"], stats.Estimate.from_json(iv)))
+    out = []
+    for kind, members in groups.items():
+        if len(members) < 2 or " or " in kind:
+            continue
+        members.sort(key=lambda m: -m[1].estimate)
+        found = [f"{a} > {b}" for i, (a, ea) in enumerate(members) for b, eb in members[i + 1:]
+                 if ea.above(eb)]
+        ties = len(members) * (len(members) - 1) // 2 - len(found)
+        out.append(f"among the servers bound by {KIND_WORDS.get(kind, kind)}: "
+                   + ("; ".join(found) if found else "none")
+                   + (f" ({ties} pair(s): no difference measured here)" if ties else ""))
+    return out
+
+
+KIND_WORDS = {"connections": "connections / delay", "threads": "threads / delay",
+              "cpu": "their own CPU", "connections = threads": "connections = threads / delay"}
+
+
+def orderings(doc):
+    """For each priced row: the order of the servers by rps (ratios within a round), then the
+    efficiencies, compared only among servers bound by the same kind of ceiling; for the CPU
+    ceilings, the ratios to the peer."""
+    out = []
+    for key, pairs in priced_rows(doc).items():
+        title = row_title(pairs[0][1])
+        order = rps_ordering(pairs)
+        if order:
+            out.append(f"- {title}, rps: {order}")
+        for text in efficiency_orderings(pairs):
+            out.append(f"- {title}, efficiency {text}")
+    ratios = [c for c in doc["claims"] if c["kind"] == "ratio"]
+    if ratios:
+        ratios.sort(key=lambda c: -_est(c).estimate)
+        found = [f"{a['label']} > {b['label']}" for i, a in enumerate(ratios) for b in ratios[i + 1:]
+                 if _est(a).above(_est(b))]
+        ties = len(ratios) * (len(ratios) - 1) // 2 - len(found)
+        out.append(f"- {_row_label(doc, ratios[0]['row'])}, rps / {ratios[0]['reference']}: "
+                   + ("; ".join(found) if found else "none")
+                   + (f" ({ties} pair(s): no difference measured here)" if ties else ""))
+    return "\n".join(out) or "- none"
+
+
+# -- the claims --------------------------------------------------------------------------------
 
 def claim_columns(doc):
     """The claims' columns, in row order: (row key, kind, reference) -> a heading."""
@@ -22,26 +297,25 @@ def claim_columns(doc):
         if col not in cols:
             what = f"rps / {c['reference']}" if c["kind"] == "ratio" else "efficiency"
             cols[col] = f"{_row_label(doc, c['row'])}: {what}"
-    return dict(sorted(cols.items(), key=lambda kv: (kv[0][1] != "ratio", _row_order(doc,
-                                                                                       kv[0][0]))))
+    return dict(sorted(cols.items(), key=lambda kv: (kv[0][1] != "ratio",
+                                                     _row_order(doc, kv[0][0]))))
 
 
-def _row_order(doc, key):
-    keys = [r["key"] for t in doc["targets"] for r in t["rows"]]
-    return keys.index(key) if key in keys else len(keys)
+def not_reproduced(claim, reproduced):
+    """The range that runs of this claim's code span, when one of them fell outside the claim's
+    interval (the claim did not reproduce), else None."""
+    runs = (reproduced or {}).get(claim["id"])
+    was = _est(claim)
+    if not runs or not was.has_interval:
+        return None
+    if all(was.low <= r.estimate <= was.high for r in runs):
+        return None
+    return stats.hull([was, *runs])
 
 
-def _row_label(doc, key):
-    for t in doc["targets"]:
-        for r in t["rows"]:
-            if r["key"] == key:
-                path = r["path"].replace("{ms}", r["delay"]) if r["delay"] else r["path"]
-                return f"{path} x {r['connections_requested']:,}"
-    return key
-
-
-def claims_table(doc):
-    """server | one column per kind of claim: `estimate [low high]`, flagged above a ceiling."""
+def claims_table(doc, reproduced=None):
+    """server | one column per kind of claim: `estimate [low high]`, flagged above a ceiling, and
+    marked (RERUN_MARK, with the range of the runs) where reruns of its code disagreed."""
     cols = claim_columns(doc)
     labels = list(dict.fromkeys(c["label"] for c in doc["claims"]))
     cell = {(c["label"], (c["row"], c["kind"], c["reference"])): c for c in doc["claims"]}
@@ -56,24 +330,17 @@ def claims_table(doc):
                 continue
             fmt = "{:.1%}" if c["kind"] == "efficiency" else "{:.2f}"
             text = _est(c).format(fmt)
+            span = not_reproduced(c, reproduced)
+            if span is not None:
+                text += f" {RERUN_MARK} runs: [{fmt.format(span.low)} {fmt.format(span.high)}]"
             cells.append(text + (f" {ABOVE}" if c["above_ceiling"] else ""))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    if any(not_reproduced(c, reproduced) for c in doc["claims"]):
+        lines += ["", f"{RERUN_MARK} A rerun of this same code gave an estimate outside this "
+                  "interval: what this machine gives for the figure is the range of the runs, "
+                  "not the one interval (its speed here is not steady from one minute to the "
+                  "next; the runs are listed under \"Reruns of this code\")."]
     return "\n".join(lines)
-
-
-def orderings(doc):
-    """For each column, the pairs whose intervals are disjoint; the rest are no difference."""
-    out = []
-    for col, heading in claim_columns(doc).items():
-        cs = [c for c in doc["claims"] if (c["row"], c["kind"], c["reference"]) == col]
-        cs.sort(key=lambda c: -_est(c).estimate)
-        pairs = [f"{a['label']} > {b['label']}" for i, a in enumerate(cs) for b in cs[i + 1:]
-                 if _est(a).above(_est(b))]
-        ties = len(cs) * (len(cs) - 1) // 2 - len(pairs)
-        text = "; ".join(pairs) if pairs else "none"
-        out.append(f"- {heading}: {text}" + (f" ({ties} pair(s): no difference measured here)"
-                                             if ties else ""))
-    return "\n".join(out)
 
 
 def _fig(summary, key, fmt="{:,.0f}"):
@@ -87,15 +354,14 @@ def _fig(summary, key, fmt="{:,.0f}"):
 
 def full_table(doc):
     head = ("| server | threads | row | stagger ms | rps | bound | lowest ceiling | efficiency | "
-            "p99 ms | p99 overshoot ms | server CPU ms / 1k | server busy | starved | RSS / conn "
-            "KiB | errors | rounds |")
+            "p99 ms | p99 overshoot ms | server CPU ms / 1k | server busy | starved | RSS growth "
+            "under load / conn, KiB | errors | rounds |")
     lines = [head, "|---|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|"]
     for t in doc["targets"]:
         for r in t["rows"]:
             s = r["summary"]
             eff = s.get("efficiency_interval")
-            eff_text = stats.Estimate.from_json(eff).format("{:.1%}") if eff else \
-                ("CPU ceiling" if r["cpu_ceiling_row"] else "-")
+            eff_text = efficiency_text(r) if not r["cpu_ceiling_row"] else "CPU ceiling"
             thread_ceiling = (s.get("thread_ceiling") or {}).get("median")
             bound = ceilings.binding_label(r["bound"], r.get("connections_requested"),
                                            r.get("mean_delay_ms"), thread_ceiling)
@@ -116,23 +382,27 @@ def full_table(doc):
 
 
 def notes(doc):
-    """Each row's notes, one line per kind: said once, with the rounds that said it."""
-    out = []
+    """The rows' notes, each said once: one line per text, with every server, row and round that
+    said it ("every round" where all did)."""
+    said = {}
     for t in doc["targets"]:
         if not t["priced"]:
-            out.append(f"- **{t['label']}** not priced: {t['refused']}")
+            said.setdefault(f"not priced: {t['refused']}", []).append(f"**{t['label']}**")
             continue
         for r in t["rows"]:
-            by_kind = {}
+            by_text = {}
             for k, m in enumerate(r["rounds"]):
-                if m.get("error"):
-                    by_kind.setdefault("error", (m["error"], []))[1].append(k + 1)
-                for n in m.get("notes", []):
-                    by_kind.setdefault(n["kind"], (n["text"], []))[1].append(k + 1)
-            for kind, (text, rounds) in by_kind.items():
-                which = "every round" if len(rounds) == len(r["rounds"]) else \
-                    "round " + ", ".join(map(str, rounds))
-                out.append(f"- {t['label']}, {_row_label(doc, r['key'])} ({which}): {text}")
+                texts = ([m["error"]] if m.get("error") else []) + \
+                    [n["text"] for n in m.get("notes", [])]
+                for text in texts:
+                    by_text.setdefault(text, []).append(k + 1)
+            for text, rounds in by_text.items():
+                which = "" if len(rounds) == len(r["rounds"]) else \
+                    " (round " + ", ".join(map(str, rounds)) + ")"
+                said.setdefault(text, []).append(f"{t['label']} {row_title(r)}{which}")
+    out = []
+    for text, where in said.items():
+        out.append(f"- {'; '.join(where)}: {text}")
     return "\n".join(out) or "- none"
 
 
@@ -180,16 +450,71 @@ def paired_table(doc):
         "p99 overshoot, ratio |", "|---|---|---|--:|--:|--:|", *lines, ""])
 
 
-def markdown(doc, charts, chart_note=""):
+def what_it_shows(doc):
+    """Sentences from the figures: per row described (each row kind's fewest and most
+    connections), what the servers answered, grouped by the kind of ceiling that bound them."""
+    rows = priced_rows(doc)
+    by_id = {}
+    for key, pairs in rows.items():
+        by_id.setdefault(pairs[0][1]["id"], []).append(key)
+    keys = [k for ks in by_id.values() for k in dict.fromkeys((ks[0], ks[-1]))]
+    out = []
+    for key in keys:
+        pairs = rows[key]
+        groups = {}
+        for t, r in pairs:
+            if rps_estimate(r):
+                groups.setdefault((bound_kind(r), _ceiling_value_if_fixed(r)), []).append((t, r))
+        parts = []
+        for (kind, fixed), members in groups.items():
+            names = ", ".join(t["label"] for t, _ in members)
+            rps = [rps_estimate(r).estimate for _, r in members]
+            span = f"{min(rps):,.0f}" if len(rps) == 1 else f"{min(rps):,.0f} to {max(rps):,.0f}"
+            effs = [(r["summary"].get("efficiency_interval") or {}).get("estimate")
+                    for _, r in members]
+            effs = [e for e in effs if e is not None]
+            eff = "" if not effs else (f", {min(effs):.0%}" if len(effs) == 1 or
+                                       round(min(effs), 2) == round(max(effs), 2)
+                                       else f", {min(effs):.0%} to {max(effs):.0%}")
+            against = ceiling_text(*members[0]) if fixed else (
+                "each its own CPU ceiling" if kind == "cpu" else "ceilings that differ by round")
+            parts.append(f"{names} answered {span} rps against {against}{eff}")
+        out.append(f"At {row_title(pairs[0][1])}: " + "; ".join(parts) + ".")
+    return " ".join(out)
+
+
+def _ceiling_value_if_fixed(r):
+    """The binding ceiling's value when it does not move from round to round (connections,
+    threads), else None."""
+    s = (r["summary"] or {}).get("lowest_ceiling")
+    return s["median"] if s and s["min"] == s["max"] and "cpu" not in r["bound"] else None
+
+
+def opening(doc):
+    """The part a newcomer reads: what was run (the profile's summary), what it shows, the one
+    table, how a cell is made."""
+    m = doc["meta"]
+    summary = m.get("summary") or m.get("description", "").split(". ")[0].rstrip(".") + "."
+    lines = [f"# Profile `{m['profile']}`", "", summary, "", what_it_shows(doc), "",
+             lesson_table(doc), "", HOW_MADE, ""]
+    ratios = ratio_table(doc)
+    if ratios:
+        lines += ["Each server's CPU ceiling, its `/plaintext` rps, beside the reference peer's "
+                  "in the same sprint (the median of the sprints' own ratios):", "", ratios, ""]
+    return lines
+
+
+def markdown(doc, charts, chart_note="", reproduced=None):
     m = doc["meta"]
     p = m["provenance"]
     commit = p["commit"]
     dirty = " with uncommitted changes" if commit.get("dirty") else ""
     trees = ", ".join(f"{k} `{(v or '-')[:10]}`" for k, v in p["trees"].items())
     parts = [
-        f"# Profile `{m['profile']}`", "", m["description"], "",
+        *opening(doc),
+        "## How it was measured", "", m["description"], "",
         f"Written by `cm-price` on {m['finished_utc']} (started {m['started_utc']}); every number "
-        "below comes from this run. Regenerate with:", "", f"    {m['command']}", "",
+        "on this page comes from this run. Regenerate with:", "", f"    {m['command']}", "",
         f"Commit `{commit['head']}`{dirty}; the code measured, as git tree hashes: {trees}. "
         f"Machine: [machine.md](machine.md). {m['method']}", "",
         *([f"Conditions: {m['note']}", ""] if m.get("note") else []),
@@ -198,13 +523,19 @@ def markdown(doc, charts, chart_note=""):
         "confidence interval in brackets (distribution-free, from the order statistics; `[n=k]`: "
         "too few rounds for one). Intervals that overlap are **no difference measured here**, "
         "whatever the medians say.", "",
-        claims_table(doc), "", "Orderings these intervals support (disjoint intervals):", "",
+        claims_table(doc, reproduced), "",
+        "Orderings these measurements support: rps between servers (each pair's ratio taken within "
+        "a round, ordered where its interval excludes 1), efficiency only among servers bound by "
+        "the same kind of ceiling (disjoint intervals):", "",
         orderings(doc), "",
         *([paired_table(doc)] if paired_table(doc) else []),
         "## Full table", "",
         "Medians over the rounds, the least and the greatest in brackets. Absolute rps follow the "
         "machine's speed, which moves by tens of percent within minutes: compare servers by the "
-        "claims above, not by these.", "", full_table(doc), "",
+        "claims above, not by these. RSS growth under load is the server's peak RSS in the row's "
+        "window over its RSS before it, per connection: on a server kept running it is near 0 "
+        "(its memory grew in an earlier row); the bytes a waiting request holds are measured "
+        "apart, above.", "", full_table(doc), "",
         "## Notes", "", notes(doc), "", "## What an error means", "", ERRORS, "",
         "## Validation (before timing, as HttpArena validates)", "", validation(doc), "",
     ]
@@ -217,6 +548,56 @@ def markdown(doc, charts, chart_note=""):
     return "\n".join(parts) + "\n"
 
 
+# What a waiting request holds in each server: the model's design, not a measurement (the
+# measured bytes are beside it). Each model page explains its own.
+HOLDS = {
+    "blocking": "a worker thread, asleep in the call",
+    "asio_coro": "a coroutine frame and a steady_timer",
+    "asio_coro_uring": "a coroutine frame and a steady_timer (io_uring backend)",
+    "libuv_callbacks": "a connection struct and its uv_timer_t",
+    "uring_coro": "a coroutine frame and a timeout in the kernel (IORING_OP_TIMEOUT)",
+    "node": "a closure and a setTimeout timer",
+}
+
+
+def headline(doc, chart):
+    """The README's headline, from a sweep: its chart, and per server at the sweep's largest
+    point what a waiting request holds (the design, and the bytes measured), the rps, the ceiling
+    that binds with its value and kind, and the efficiency."""
+    rows = [(t, r) for pairs in priced_rows(doc).values() for t, r in pairs
+            if r["connections_requested"]]
+    if not rows:
+        return ""
+    top = max(r["connections_requested"] for _, r in rows)
+    at_top = [(t, r) for t, r in rows if r["connections_requested"] == top]
+    m = doc["meta"]
+    lines = [
+        f"![rps against connections, one panel per server]({chart})", "",
+        f"`{row_title(at_top[0][1]).replace(' x ', '` at ', 1)} connections on 2 cores (server "
+        f"on one CPU, load on the other), median of {m.get('rounds', 1)} rounds with its 95% "
+        "interval, from [results/delay-sweep](results/delay-sweep/results.md) "
+        "(`build/bin/cm-price delay-sweep`). A ceiling is the most a server could answer: "
+        "`connections / delay`, `threads / delay` (the blocking model's 64 workers), or its own "
+        "CPU (its `/plaintext` rps with as many connections, the larger of the windows right "
+        "before and after the row); the efficiency is the median of the rounds' own rps ÷ "
+        "ceiling. Bytes per waiting request: measured on fresh servers with "
+        f"{m.get('profile_settings', {}).get('memory_waiting', 0):,} requests waiting (the "
+        "blocking model: per worker thread holding one, the stack it reserves beside it). "
+        "[docs/ceilings.md](docs/ceilings.md) works them through.", "",
+        "| server | what a waiting request holds | bytes per waiting request | rps | the ceiling "
+        "that binds | efficiency |", "| --- | --- | --: | --: | --- | --: |"]
+    for t, r in at_top:
+        lines.append(f"| {t['label']} | {HOLDS.get(t['server'], '-')} | {waiting_text(t, r)} | "
+                     f"{_median(r, 'rps'):,.0f} | "
+                     f"{ceiling_text(t, r)} | {efficiency_text(r, '{:.0%}')} |")
+    return "\n".join(lines)
+
+
 def compact(doc):
-    """What cm-price prints at the end: the claims table and the orderings."""
-    return claims_table(doc) + "\n\n" + orderings(doc)
+    """What cm-price prints at the end: the one table, how it is made, the orderings, and the
+    CPU ceilings beside the peer."""
+    out = [lesson_table(doc), "", HOW_MADE, "", orderings(doc)]
+    ratios = ratio_table(doc)
+    if ratios:
+        out += ["", ratios]
+    return "\n".join(out)

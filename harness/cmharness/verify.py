@@ -12,7 +12,7 @@ row claim more than its ceiling? (Criterion.rs's comparison with a saved baselin
                               --models, only the claims of those servers (name the peer a ratio
                               is taken to: --models asio_coro,nginx)
     cm-price check [FILE...]  every results/*/results.json (or the files named): the rows whose
-                              efficiency interval lies above 1
+                              efficiency interval reaches above 100.5%, and the rounds above 105%
     cm-price compare A B      two runs' results.json: does every claim's interval overlap, and
                               does either run reverse an ordering the other claims?
     cm-price reruns [PROFILE] each results.md's "Reruns of this code" again, from its records
@@ -188,7 +188,7 @@ def verify(argv, run_profile, profile_from_settings, parse_args):
     compared = compare_claims(claims, rerun["claims"],
                               reproductions(committed, read_records(folder)))
     path = append_record(folder, record(committed, rerun, compared))
-    write_reruns(folder, committed, read_records(folder))
+    render_folder(folder)  # the claims a rerun did not reproduce are marked in its table
     print("\n" + table(compared) + "\n")
     counts = {}
     for c in compared:
@@ -219,19 +219,43 @@ def above(doc):
     return [(i, e) for i, e in _old_format_efficiencies(doc) if stats.above_ceiling(e)]
 
 
+#: A round past its ceiling by more than this is a defect the bracketing windows should have
+#: caught (cmharness.price): `cm-price check` fails on one in a committed file.
+ROUND_LIMIT = 1.05
+
+
+def rounds_above(doc, limit=ROUND_LIMIT):
+    """(server, row key, round number, efficiency) of every round priced above `limit` of its
+    ceiling in a results document, defect or not."""
+    out = []
+    for t in doc.get("targets", []):
+        for r in t.get("rows", []):
+            for k, m in enumerate(r.get("rounds", [])):
+                eff = (m or {}).get("efficiency")
+                if eff is not None and not m.get("error") and eff > limit:
+                    out.append((t.get("label", t.get("name", "?")), r.get("key", "?"), k, eff))
+    return out
+
+
 def check(argv):
+    """No committed efficiency interval reaches above its ceiling (stats.above_ceiling) and no
+    round lies above ROUND_LIMIT of it; exit 1 naming each that does."""
     files = argv or sorted(glob.glob(os.path.join(ROOT, "results", "*", "results.json")))
     bad = 0
     for path in files:
         with open(path) as f:
             doc = json.load(f)
         found = above(doc)
-        bad += len(found)
+        rounds = rounds_above(doc)
+        bad += len(found) + len(rounds)
         rel = os.path.relpath(path, ROOT)
         print(f"{rel}: " + ("no efficiency above its ceiling" if not found else
-                            f"{len(found)} above their ceiling"))
+                            f"{len(found)} above their ceiling")
+              + ("" if not rounds else f"; {len(rounds)} rounds above {ROUND_LIMIT:.0%} of it"))
         for cid, est in found:
             print(f"  {cid}: {est.format('{:.3f}')}")
+        for label, key, k, eff in rounds:
+            print(f"  {label} {key} round {k + 1}: {eff:.3f}")
     return 1 if bad else 0
 
 
@@ -307,29 +331,38 @@ def render(argv, root=None):
     """cm-price render [PROFILE...]: each profile's results.md written again from its results.json
     and verifications.json (its charts as they are) -- after a change to how the page is written,
     never to what was measured. Every profile with a results.json by default."""
-    from . import latency_report, report, results
     base = os.path.join(root or ROOT, "results")
     names = argv or sorted(n for n in os.listdir(base)
                            if os.path.exists(os.path.join(base, n, "results.json"))
                            and os.path.exists(os.path.join(base, n, "machine.json")))
     for name in names:
-        folder = os.path.join(base, name)
-        with open(os.path.join(folder, "results.json")) as f:
-            doc = json.load(f)
-        latency = doc["meta"].get("profile_settings", {}).get("kind") == "latency"
-        if latency:  # its summaries are computed from the windows it keeps: computed again
-            from .latency import dumps, resummarize
-            with open(os.path.join(folder, "results.json"), "w") as f:
-                f.write(dumps(resummarize(doc)))
-        elif results.add_variant_pairs(doc):  # the variants' pairs, from the rounds it keeps
-            with open(os.path.join(folder, "results.json"), "w") as f:
-                f.write(json.dumps(doc, indent=1) + "\n")
-        with open(os.path.join(folder, "results.md"), "w") as f:
-            f.write((latency_report.markdown if latency else report.markdown)(
-                doc, results.charts_in(folder)))
-        write_reruns(folder, doc, read_records(folder))
+        render_folder(os.path.join(base, name))
         print(f"results/{name}/results.md: written again from its results.json")
     return 0
+
+
+def render_folder(folder):
+    """folder/results.md from its results.json and verifications.json: the claims that reruns of
+    their code did not reproduce marked in the claims table, and the reruns listed at the end."""
+    from . import latency_report, report, results
+    with open(os.path.join(folder, "results.json")) as f:
+        doc = json.load(f)
+    latency = doc["meta"].get("profile_settings", {}).get("kind") == "latency"
+    if latency:  # its summaries are computed from the windows it keeps: computed again
+        from .latency import dumps, resummarize
+        with open(os.path.join(folder, "results.json"), "w") as f:
+            f.write(dumps(resummarize(doc)))
+    elif results.add_variant_pairs(doc):  # the variants' pairs, from the rounds it keeps
+        with open(os.path.join(folder, "results.json"), "w") as f:
+            f.write(json.dumps(doc, indent=1) + "\n")
+    records = read_records(folder)
+    with open(os.path.join(folder, "results.md"), "w") as f:
+        if latency:
+            f.write(latency_report.markdown(doc, results.charts_in(folder)))
+        else:
+            f.write(report.markdown(doc, results.charts_in(folder),
+                                    reproduced=reproductions(doc, records)))
+    write_reruns(folder, doc, records)
 
 
 def main(mode, argv, run_profile, profile_from_settings, parse_args):
