@@ -174,7 +174,7 @@ def markdown(doc, chart_files=(), chart_note=""):
     last = meta["rates_percent"][-1]
     lines = [f"# Latency under load: the `{meta['profile']}` profile", "", meta["description"], ""]
     if CHART in chart_files:
-        lines += [f"![p99 against offered load, every server]({CHART})", ""]
+        lines += [f"![p99 against the offered rate, one panel per server]({CHART})", ""]
     elif chart_note:
         lines += [chart_note, ""]
     lines += ["## The knee and the cost at half load", ""] + summary_table(doc, last)
@@ -213,44 +213,78 @@ def _cell(v):
     return "" if v is None else (f"{v:.6g}" if isinstance(v, float) else v)
 
 
+def _wrap(text, width_in, fontsize):
+    """Text wrapped to a figure's width (about 13 characters an inch at 10 points)."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, int(13 * 10 / fontsize * (width_in - 0.3))))
+
+
+def panel_title(t):
+    """A server's name as a panel says it: the blocking model with its workers (the latency
+    profile runs it with 2,048, so that it holds every connection, not its default 64)."""
+    return f"{t['label']}\n({t['threads']})" if t["kind"] == "blocking" and t.get("threads") \
+        else t["label"]
+
+
 def draw(doc, path, plt):
-    """p99 against the offered share, one panel per row, one line per server: log latency, linear
-    load, the capacity at 100%. A share's marker is hollow where it was valid in fewer than half
-    of the rounds."""
+    """Small multiples: one panel per server and row, p99 against the offered rate in requests a
+    second -- the same axes in every panel of a row, so a reader compares servers by where their
+    curves rise, at what rate. Log latency, linear rate; each server's capacity dashed; a share's
+    marker hollow where it was valid in fewer than half of the rounds."""
     groups = list(rows_by_id(doc).items())
-    fig, axes = plt.subplots(1, len(groups), figsize=(6.2 * len(groups), 5.4), squeeze=False)
-    servers = sorted({t["label"] for t in doc["targets"]})
+    labels = list(dict.fromkeys(t["label"] for t in doc["targets"] if t["priced"]))
+    targets = {t["label"]: t for t in doc["targets"]}
+    width = max(7.5, 2.15 * len(labels) + 0.8)
+    fig, axes = plt.subplots(len(groups), len(labels), figsize=(width, 2.5 * len(groups) + 1.5),
+                             squeeze=False, sharey="row")
     colours = plt.get_cmap("tab10")
-    for ax, (rid, pairs) in zip(axes[0], groups):
+    for g, (rid, pairs) in enumerate(groups):
         row0 = pairs[0][1]
-        for t, r in pairs:
-            k = servers.index(r["label"])
-            pts = [(p["percent"], p["p99_ms"]["median"], p["valid_rounds"] * 2 >= p["measured_rounds"])
-                   for p in r["points"] if p["p99_ms"]]
-            colour, marker = colours(k % 10), MARKERS[k % len(MARKERS)]
-            ax.plot([x for x, _, _ in pts], [y for _, y, _ in pts], "-" + marker, color=colour,
-                    linewidth=1.4, markersize=5, label=r["label"])
-            hollow = [(x, y) for x, y, valid in pts if not valid]
-            ax.plot([x for x, _ in hollow], [y for _, y in hollow], marker, color=colour,
-                    markersize=5, markerfacecolor="white", linestyle="none")
-        ax.axvline(100, color="0.3", linestyle="--", linewidth=1)
-        ax.set_yscale("log")
-        ax.set_xlabel("offered load, % of the row's closed-loop capacity")
+        by_label = {t["label"]: r for t, r in pairs}
+        x_max = 1.05 * max((p["offered_rps"]["median"] for _, r in pairs for p in r["points"]
+                            if p["offered_rps"]), default=1)
         what = "overshoot" if row0["latency_of"] == "overshoot" else "latency"
-        ax.set_ylabel(f"p99 {what}, ms (log)")
-        ax.set_title(_title(row0), fontsize=10)
-        ax.grid(True, which="major", color="0.9")
-        ax.text(0.02, 0.97, "dashed: capacity\nhollow: rate ratio < 0.95", transform=ax.transAxes,
-                fontsize=7.5, va="top", color="0.3")
-    seen = {}
-    for ax in axes[0]:
-        for h, label in zip(*ax.get_legend_handles_labels()):
-            seen.setdefault(label, h)
-    labels, handles = list(seen), list(seen.values())
-    fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8,
-               frameon=False)
-    fig.suptitle("Latency against offered load (open loop, median of the rounds)", fontsize=11)
-    fig.tight_layout(rect=(0, 0.09, 1, 0.95))
+        for k, label in enumerate(labels):
+            ax = axes[g][k]
+            r = by_label.get(label)
+            if g == 0:
+                ax.set_title(panel_title(targets[label]), fontsize=8.5)
+            ax.set_xlim(0, x_max)
+            ax.set_yscale("log")
+            ax.grid(True, which="major", color="0.9")
+            ax.tick_params(labelsize=7)
+            ax.xaxis.set_major_formatter(plt.FuncFormatter(
+                lambda v, _: f"{v / 1000:g}k" if v else "0"))
+            ax.xaxis.set_major_locator(plt.MaxNLocator(3))
+            if k == 0:
+                ax.set_ylabel(f"{_title(row0)}\np99 {what}, ms", fontsize=8)
+            if g == len(groups) - 1:
+                ax.set_xlabel("offered, rps", fontsize=8)
+            if r is None:
+                ax.text(0.5, 0.5, "not measured\n(no such route)", transform=ax.transAxes,
+                        ha="center", va="center", fontsize=7, color="0.4")
+                continue
+            pts = [(p["offered_rps"]["median"], p["p99_ms"]["median"],
+                    p["valid_rounds"] * 2 >= p["measured_rounds"])
+                   for p in r["points"] if p["p99_ms"] and p["offered_rps"]]
+            colour = colours(k % 10)
+            ax.plot([x for x, _, _ in pts], [y for _, y, _ in pts], "-o", color=colour,
+                    linewidth=1.3, markersize=3.5)
+            hollow = [(x, y) for x, y, valid in pts if not valid]
+            ax.plot([x for x, _ in hollow], [y for _, y in hollow], "o", color=colour,
+                    markersize=3.5, markerfacecolor="white", linestyle="none")
+            cap = (r["summary"].get("capacity_rps") or {}).get("median")
+            if cap:
+                ax.axvline(cap, color="0.3", linestyle="--", linewidth=0.9)
+    fig.suptitle(_wrap("p99 against the offered rate (open loop, median of the rounds): one panel "
+                       "per server, the same axes along a row", width, 10), fontsize=10)
+    foot = _wrap("dashed: the server's capacity (its closed-loop rps in the same round); hollow: "
+                 "the server did not take the offered rate (rate ratio < 0.95) in most rounds, so "
+                 "the latency is a growing queue's.", width, 7.5)
+    fig.text(0.01, 0.01, foot, fontsize=7.5, color="0.25", va="bottom")
+    bottom = (foot.count("\n") + 1.8) * 7.5 * 1.3 / 72 / fig.get_size_inches()[1]
+    fig.tight_layout(rect=(0, bottom, 1, 0.93))
     charts.save(fig, path)
 
 

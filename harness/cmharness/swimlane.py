@@ -157,6 +157,29 @@ def lanes(s):
     return rows
 
 
+#: A request's colour follows its route, the same in every model's chart: /delay is always blue.
+ROUTE_COLOURS = {"/delay/": "Blues", "/block/": "Oranges", "/cpu/": "Reds", "/plaintext": "Greens"}
+
+
+def route_colours(requests, cmap):
+    """{conn: colour}: each request the colour of its route (ROUTE_COLOURS; grey for another),
+    several requests of one route told apart by shade, darkest first."""
+    by_route = {}
+    for r in requests:
+        path = r.line.split()[-1] if r.line.split() else ""
+        route = next((k for k in ROUTE_COLOURS if path.startswith(k)), None)
+        by_route.setdefault(route, []).append(r.conn)
+    out = {}
+    for route, conns in by_route.items():
+        for i, conn in enumerate(conns):
+            if route is None:
+                out[conn] = "0.5"
+                continue
+            shade = 0.85 - 0.4 * i / max(1, len(conns) - 1) if len(conns) > 1 else 0.7
+            out[conn] = cmap(ROUTE_COLOURS[route])(shade)
+    return out
+
+
 def draw(s, path, what_to_read):
     """One swimlane chart of the scene, written by charts.save (which refuses overlapping text)."""
     import matplotlib
@@ -168,9 +191,7 @@ def draw(s, path, what_to_read):
 
     rows = lanes(s)
     y = {key: len(rows) - 1 - i for i, (key, _) in enumerate(rows)}
-    colours = plt.get_cmap("tab10")
-    conns = [r.conn for r in s.requests]
-    colour = {c: colours(i % 10) for i, c in enumerate(conns)}
+    colour = route_colours(s.requests, plt.get_cmap)
     end = max([r.end_ms for r in s.requests] + [0.0]) * 1.05 + 1
     fig, ax = plt.subplots(figsize=(10, 1.1 + 0.55 * len(rows)))
     for thread, conn, name, start, dur in s.work:

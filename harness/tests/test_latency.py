@@ -219,7 +219,7 @@ def document():
 class ThePage(unittest.TestCase):
     def test_the_summary_has_every_server_of_each_row_and_the_knee_with_its_interval(self):
         text = latency_report.markdown(document(), ["latency.png"])
-        self.assertIn("![p99 against offered load, every server](latency.png)", text)
+        self.assertIn("![p99 against the offered rate, one panel per server](latency.png)", text)
         plain = text.split("### /plaintext x 2,000")[1].split("###")[0]
         self.assertIn("| asio_coro | 10,000 [10,000 10,000] | 0.50 [0.50 0.50] | 90% [90% 90%]",
                       plain)

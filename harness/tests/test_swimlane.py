@@ -102,6 +102,25 @@ class Scene(unittest.TestCase):
         self.assertEqual(len(swimlane.scene(t, "asio_coro").requests), 3)
 
 
+class Colours(unittest.TestCase):
+    def test_a_route_has_the_same_colour_in_every_model_whatever_the_accept_order(self):
+        import matplotlib.pyplot as plt
+
+        def reqs(lines):
+            return [swimlane.Request(i, line, "", 0, 0, "", [], "") for i, line in enumerate(lines)]
+
+        first = swimlane.route_colours(reqs(["GET /delay/100", "GET /block/100"]), plt.get_cmap)
+        second = swimlane.route_colours(reqs(["GET /block/100", "GET /delay/100"]), plt.get_cmap)
+        self.assertEqual(first[0], second[1])  # /delay
+        self.assertEqual(first[1], second[0])  # /block
+        self.assertNotEqual(first[0], first[1])
+        three = swimlane.route_colours(reqs(["GET /delay/1", "GET /delay/2", "GET /plaintext"]),
+                                       plt.get_cmap)
+        self.assertNotEqual(three[0], three[1])  # two /delay told apart by shade
+        blue = plt.get_cmap("Blues")
+        self.assertEqual({three[0], three[1]}, {blue(0.85), blue(0.45)})
+
+
 class Draw(unittest.TestCase):
     def test_the_swimlanes_pass_the_chart_check(self):
         with tempfile.TemporaryDirectory() as d:
