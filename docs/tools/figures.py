@@ -57,6 +57,15 @@ def _paired(row: dict, key: str, part: str) -> str:
     return f"{value:.2f}"
 
 
+def _waiting(row: dict, key: str, unit: int, fmt: str) -> str:
+    """A figure of the bytes per waiting request its server's target recorded (Results.row
+    carries it into the row)."""
+    value = (row.get("_waiting_cost") or {}).get(key)
+    if value is None:
+        raise LookupError(f"no {key} measured for this server in this profile")
+    return fmt.format(value / unit)
+
+
 # FIELD -> how it is read from a row of results.json and written in a page.
 FIELDS = {
     "rps": _stat("rps"),
@@ -94,7 +103,10 @@ FIELDS = {
     "overshoot_paired_high": lambda row: _paired(row, "overshoot_p99", "high"),
     "cpu_max": _stat("server_cpu_ms_per_1k", "{:.1f}", part="max"),
     "busy": _stat("server_busy", "{:.0%}"),
-    "rss": _stat("rss_per_connection_kib", "{:.2f}"),
+    "rss": _stat("rss_per_connection_kib", "{:.2f}"),  # the RSS growth under load, per connection
+    # bytes per waiting request (cmharness.memory), measured once per server of the profile
+    "waiting_kib": lambda row: _waiting(row, "bytes_per_waiting", 1024, "{:.1f}"),
+    "stack_mib": lambda row: _waiting(row, "reserved_bytes_per_waiting", 1024 * 1024, "{:.1f}"),
     "peak_rss": _stat("peak_rss_mib", "{:.1f}"),
     "errors": _stat("errors_total", "{:,}", part=None),
     "rounds": lambda row: str(row["rounds_measured"]),
@@ -155,7 +167,7 @@ class Results:
                 if row["id"] != row_id:
                     continue
                 if connections == "-" or str(row["connections_requested"]) == connections:
-                    found.append(row)
+                    found.append(dict(row, _waiting_cost=target.get("waiting_cost")))
         if len(found) != 1:
             what = "no row" if not found else f"{len(found)} rows"
             raise LookupError(f"{what} for {server} {row_id} {connections} in results/{profile}")
