@@ -11,8 +11,10 @@ results/ each figure comes from. Pure functions over results.json documents; har
     expected rps       = the lowest ceiling x the efficiency a committed row of the model reached
                          against the same kind of ceiling (the nearest such row in connections;
                          its 95% interval, so a range, capped at the ceiling)
-    memory             = N x RSS per connection of that row (the blocking model: its threads'
-                         RSS per waiting request, and 8 MiB of address space each)
+    memory             = N x the model's bytes per waiting request (cmharness.memory, measured
+                         by the profile on fresh servers); the blocking model: its workers x the
+                         bytes of a worker holding one (its thread's own RSS included), and the
+                         stack each reserves (address space, not RSS) beside it
 
 The C-core CPU ceiling assumes one event loop per core (`--threads C`) and nothing shared between
 them; this project measures one core for the server (2 CPUs: the other runs the load), so the
@@ -25,9 +27,6 @@ import os
 
 from . import ceilings as ceilings_mod
 
-STACK_RESERVE_MIB = 8  # glibc's default thread stack reserve: address space, not RSS
-
-
 @dataclasses.dataclass
 class Row:
     """What sizing reads from one committed /delay row of a results.json."""
@@ -37,10 +36,12 @@ class Row:
     rps: float
     cpu_ceiling: float
     cpu_us_per_request: float
-    rss_kib_per_connection: "float | None"
+    rss_kib_per_connection: "float | None"  # the RSS growth under load (not the memory sized)
     efficiency: "tuple[float, float, float] | None"  # estimate, low, high
     bound: str
     source: str  # "results/delay-sweep/results.json: asio_coro /delay/100 x 16,000"
+    waiting_bytes: "int | None" = None  # bytes per waiting request its profile measured
+    stack_bytes: "int | None" = None  # the stack a blocking worker reserves
 
 
 @dataclasses.dataclass
@@ -79,10 +80,12 @@ def delay_rows(doc, source):
             interval = s.get("efficiency_interval")
             eff = (interval["estimate"], interval["low"], interval["high"]) if interval else None
             n = r["connections_requested"]
+            cost = target.get("waiting_cost") or {}
             rows.append(Row(target["name"], n, r["mean_delay_ms"], rps, cpu_ceiling, cpu,
                             _median(s, "rss_per_connection_kib"), eff, r.get("bound", ""),
                             f"{source}: {target['name']} {r['path'].replace('{ms}', format(r['mean_delay_ms'], 'g'))}"
-                            f" x {n:,}"))
+                            f" x {n:,}", cost.get("bytes_per_waiting"),
+                            cost.get("reserved_bytes_per_waiting")))
     return rows
 
 
@@ -113,7 +116,12 @@ def row_binds(row):
     return ceilings_mod.binding_label(row.bound, row.connections, row.delay_ms, threads)
 
 
-def size(rows, server, connections, delay_ms, cores, *, workers=64, blocking_rss_bytes=None):
+def waiting_row(rows, server):
+    """The server's committed row whose profile measured its bytes per waiting request."""
+    return next((r for r in rows if r.server == server and r.waiting_bytes is not None), None)
+
+
+def size(rows, server, connections, delay_ms, cores, *, workers=64):
     """One model's sizing for N connections, D ms, C cores, from its committed rows (None when
     it has none)."""
     row = nearest(rows, server, connections)
@@ -141,13 +149,16 @@ def size(rows, server, connections, delay_ms, cores, *, workers=64, blocking_rss
     if cores > 1 and "cpu" in binds:
         notes.append(f"cpu: {cores} x the one core measured (one loop per core assumed, not measured here)")
     threads_needed = None
+    waiting = waiting_row(rows, server)
+    per = waiting.waiting_bytes / 2**20 if waiting else None
     if is_blocking:
         threads_needed = connections
-        per = (blocking_rss_bytes or 0) / 2**20
-        memory = workers * per
-        notes.append(f"to lift the thread ceiling to N / D it needs {connections:,} workers "
-                     f"(--threads {connections}): {connections * STACK_RESERVE_MIB:,} MiB of address space "
-                     f"and {connections * per:,.0f} MiB of RSS")
+        memory = workers * per if per is not None else None
+        if waiting is not None and waiting.stack_bytes:
+            notes.append(f"to lift the thread ceiling to N / D it needs {connections:,} workers "
+                         f"(--threads {connections}): {connections * waiting.stack_bytes / 2**20:,.0f} "
+                         f"MiB of address space for their stacks and {connections * per:,.0f} MiB "
+                         "of RSS")
     else:
-        memory = connections * row.rss_kib_per_connection / 1024 if row.rss_kib_per_connection else None
+        memory = connections * per if per is not None else None
     return Sizing(server, ceilings, binds, expected, memory, threads_needed, row, eff_row, notes)

@@ -27,11 +27,12 @@ def row(connections, rps, cpu_ceiling, cpu_us, rss_kib, eff, bound, path="/delay
 
 
 DOC = {"targets": [
-    {"name": "libuv_callbacks", "rows": [
+    {"name": "libuv_callbacks", "waiting_cost": {"bytes_per_waiting": 2048}, "rows": [
         row(128, 97000, 97000, 10.0, 0.0, None, "", path="/plaintext", ceiling_row=True),
         row(1000, 9900, 90000, 18.0, 2.0, (0.99, 0.98, 0.995), "connections"),
         row(16000, 67000, 70000, 14.5, 2.0, (0.95, 0.90, 1.06), "cpu")]},
-    {"name": "blocking", "rows": [
+    {"name": "blocking", "waiting_cost": {"bytes_per_waiting": 30720,
+                                          "reserved_bytes_per_waiting": 8 * 2**20}, "rows": [
         row(16000, 640, 60000, 60.0, 0.03, (1.0, 0.93, 1.0), "connections = threads")]},
 ]}
 
@@ -94,12 +95,17 @@ class Size(unittest.TestCase):
         self.assertTrue(any("not measured here" in n for n in s.notes))
 
     def test_the_blocking_model_is_bound_by_its_workers_and_says_what_more_would_cost(self):
-        s = sizing.size(self.rows, "blocking", 16000, 100, 1, workers=64, blocking_rss_bytes=5624)
+        s = sizing.size(self.rows, "blocking", 16000, 100, 1, workers=64)
         self.assertEqual(s.ceilings["threads"], 640)
         self.assertEqual(s.binds, "threads")
         self.assertEqual(s.threads_needed, 16000)
-        self.assertAlmostEqual(s.memory_mib, 64 * 5624 / 2**20)
-        self.assertTrue(any("128,000 MiB of address space" in n for n in s.notes))
+        self.assertAlmostEqual(s.memory_mib, 64 * 30 / 1024)  # its workers, each a thread's RSS
+        self.assertTrue(any("128,000 MiB of address space" in n and "469 MiB of RSS" in n
+                            for n in s.notes), s.notes)
+
+    def test_memory_is_the_bytes_per_waiting_request_the_profile_measured(self):
+        s = sizing.size(self.rows, "libuv_callbacks", 10000, 100, 1)
+        self.assertAlmostEqual(s.memory_mib, 10000 * 2048 / 2**20)
 
 
 class Tool(unittest.TestCase):
