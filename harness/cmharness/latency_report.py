@@ -5,7 +5,7 @@ import csv
 import io
 import os
 
-from . import charts, proc, provenance, results
+from . import charts, proc, profiles, provenance, results
 from .latency import HALF, KNEE_FACTOR, VALID_RATIO, dumps
 
 CHART = "latency.png"
@@ -172,12 +172,14 @@ def markdown(doc, chart_files=(), chart_note=""):
     meta = doc["meta"]
     prov = meta["provenance"]
     last = meta["rates_percent"][-1]
-    lines = [f"# Latency under load: the `{meta['profile']}` profile", "", meta["description"], ""]
+    lines = [f"# Latency under load: the `{meta['profile']}` profile", "",
+             profiles.summary_of(meta), ""]
     if CHART in chart_files:
         lines += [f"![p99 against the offered rate, one panel per server]({CHART})", ""]
     elif chart_note:
         lines += [chart_note, ""]
     lines += ["## The knee and the cost at half load", ""] + summary_table(doc, last)
+    lines += ["## How it was measured", "", meta["description"], ""]
     lines += notes(doc) + above_capacity(doc)
     lines += ["## Every share", ""] + curve_tables(doc)
     skipped = [f"- {s}" for s in doc.get("skipped", [])] + [

@@ -243,6 +243,18 @@ def load(name_or_path, profiles_dir=PROFILES_DIR):
     return parse(doc)
 
 
+def summary_of(meta):
+    """What a results page opens with: the run's summary, or (a run written before profiles had
+    one) its profile's as committed now, or the description's first sentence."""
+    if meta.get("summary"):
+        return meta["summary"]
+    try:
+        committed = load(meta["profile"]).summary
+    except (ProfileError, KeyError):
+        committed = ""
+    return committed or meta.get("description", "").split(". ")[0].rstrip(".") + "."
+
+
 def apply_overrides(p, *, connections=None, delays=None, **knobs):
     """Applies cm-price's flags: `connections` and `delays` replace the sweep rows' lists; every
     other knob (rounds, duration_s, ...) replaces the profile's value when it is not None."""

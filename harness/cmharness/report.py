@@ -7,7 +7,7 @@ the orderings they support -- rps compared between servers, an efficiency only a
 bound by the same kind of ceiling -- the full table, and the notes, each said once.
 """
 
-from . import ceilings, results, stats
+from . import ceilings, profiles, results, stats
 from .memory import WaitingCost
 
 ABOVE = "**above its ceiling: a measurement defect, not a finding**"
@@ -494,8 +494,7 @@ def opening(doc):
     """The part a newcomer reads: what was run (the profile's summary), what it shows, the one
     table, how a cell is made."""
     m = doc["meta"]
-    summary = m.get("summary") or m.get("description", "").split(". ")[0].rstrip(".") + "."
-    lines = [f"# Profile `{m['profile']}`", "", summary, "", what_it_shows(doc), "",
+    lines = [f"# Profile `{m['profile']}`", "", profiles.summary_of(m), "", what_it_shows(doc), "",
              lesson_table(doc), "", HOW_MADE, ""]
     ratios = ratio_table(doc)
     if ratios:

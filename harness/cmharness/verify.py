@@ -352,6 +352,9 @@ def render_folder(folder):
         from .latency import dumps, resummarize
         with open(os.path.join(folder, "results.json"), "w") as f:
             f.write(dumps(resummarize(doc)))
+        plt = results.pyplot("cm-price render")
+        if plt is not None:  # its chart is drawn from them alone (harness/plot draws the others)
+            latency_report.draw(doc, os.path.join(folder, latency_report.CHART), plt)
     elif results.add_variant_pairs(doc):  # the variants' pairs, from the rounds it keeps
         with open(os.path.join(folder, "results.json"), "w") as f:
             f.write(json.dumps(doc, indent=1) + "\n")
