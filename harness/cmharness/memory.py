@@ -149,8 +149,11 @@ def measure_threads(name, waiting, start_with, **stop):
     difference over n - 1 (resident and reserved). `start_with(threads)` starts a fresh one."""
     if waiting < 2:
         raise ValueError("a thread per waiting request is measured across 1 and n > 1 workers")
-    _, one = _waiting_on(lambda: start_with(1), 1, **stop)
+    # The N-worker server first (its threads exist from its start until its drain ends: a reader
+    # of /proc/meminfo meanwhile sees their kernel stacks), then the 1-worker reference, cut short.
     _, many = _waiting_on(lambda: start_with(waiting), waiting, **stop)
+    short = dict(stop, stop_grace_s=min(1.0, stop.get("stop_grace_s", 1.0)), logs=None)
+    _, one = _waiting_on(lambda: start_with(1), 1, **short)
     return WaitingCost(name, waiting, many[1], one[0], many[0],
                        per_request(one[0], many[0], waiting - 1),
                        stack_size(one[2], many[2], waiting - 1),
