@@ -78,7 +78,7 @@ def ceiling_text(t, r):
     kind, delay_s = bound_kind(r), (r.get("mean_delay_ms") or 0) / 1000
     if kind == "threads":
         threads = round(_median(r, "thread_ceiling") * delay_s)
-        return f"{value:,.0f} = {threads:,} threads / {delay_s:g} s"
+        return f"{value:,.0f} = {threads:,} thread{'s' if threads != 1 else ''} / {delay_s:g} s"
     if kind == "connections":
         conns = round(_median(r, "connection_ceiling") * delay_s)
         return f"{value:,.0f} = {conns:,} connections / {delay_s:g} s"
@@ -454,6 +454,8 @@ def what_it_shows(doc):
     """Sentences from the figures: per row described (each row kind's fewest and most
     connections), what the servers answered, grouped by the kind of ceiling that bound them."""
     rows = priced_rows(doc)
+    flags = {v["name"]: " ".join(v.get("server_args", [])) for v in
+             doc["meta"].get("profile_settings", {}).get("variants", [])}
     by_id = {}
     for key, pairs in rows.items():
         by_id.setdefault(pairs[0][1]["id"], []).append(key)
@@ -462,12 +464,14 @@ def what_it_shows(doc):
     for key in keys:
         pairs = rows[key]
         groups = {}
+        servers = {t["server"] for t, _ in pairs}
         for t, r in pairs:
             if rps_estimate(r):
-                groups.setdefault((bound_kind(r), _ceiling_value_if_fixed(r)), []).append((t, r))
+                key = (bound_kind(r), _ceiling_value_if_fixed(r), t["variant"])
+                groups.setdefault(key, []).append((t, r))
         parts = []
-        for (kind, fixed), members in groups.items():
-            names = ", ".join(t["label"] for t, _ in members)
+        for (kind, fixed, variant), members in groups.items():
+            names = _names(members, servers, variant, flags)
             rps = [rps_estimate(r).estimate for _, r in members]
             span = f"{min(rps):,.0f}" if len(rps) == 1 else f"{min(rps):,.0f} to {max(rps):,.0f}"
             effs = [(r["summary"].get("efficiency_interval") or {}).get("estimate")
@@ -477,10 +481,21 @@ def what_it_shows(doc):
                                        round(min(effs), 2) == round(max(effs), 2)
                                        else f", {min(effs):.0%} to {max(effs):.0%}")
             against = ceiling_text(*members[0]) if fixed else (
-                "each its own CPU ceiling" if kind == "cpu" else "ceilings that differ by round")
+                "its own CPU ceiling" if kind == "cpu" else "ceilings that differ by round")
             parts.append(f"{names} answered {span} rps against {against}{eff}")
         out.append(f"At {row_title(pairs[0][1])}: " + "; ".join(parts) + ".")
     return " ".join(out)
+
+
+def _names(members, servers, variant, flags):
+    """"asio_coro, uring_coro", or for a variant "with `--offload pool`, every model" (the row's
+    every server)."""
+    mine = [t["server"] for t, _ in members]
+    if variant in ("standard", "-"):
+        return ", ".join(t["label"] for t, _ in members)
+    how = f"`{flags[variant]}`" if flags.get(variant) else variant
+    return f"with {how}, " + ("every model" if set(mine) == servers and len(mine) > 1
+                              else ", ".join(mine))
 
 
 def _ceiling_value_if_fixed(r):
