@@ -89,7 +89,13 @@ def ceiling_text(t, r):
         if r["path"].startswith("/cpu/"):
             return f"{value:,.0f} = the CPU / {r['path'][len('/cpu/'):]} µs"
         return f"{value:,.0f} = its CPU"
-    return f"{value:,.0f}: {kind.replace(' or ', ' or by ')} (the rounds differ)"
+    parts = []
+    for part in kind.split(" or "):
+        one = dict(r, bound=part, summary=dict(r["summary"], lowest_ceiling=r["summary"].get(
+            {"connections": "connection_ceiling", "threads": "thread_ceiling",
+             "cpu": "cpu_ceiling"}.get(part.split(" = ")[0], "lowest_ceiling"))))
+        parts.append(ceiling_text(t, one))
+    return " or ".join(parts) + ", by round"
 
 
 def efficiency_text(r, fmt="{:.1%}"):
@@ -482,20 +488,21 @@ def what_it_shows(doc):
                                        else f", {min(effs):.0%} to {max(effs):.0%}")
             against = ceiling_text(*members[0]) if fixed else (
                 "its own CPU ceiling" if kind == "cpu" else "ceilings that differ by round")
-            parts.append(f"{names} answered {span} rps against {against}{eff}")
+            parts.append(f"{names} answered {span} rps{eff} of {against}"
+                         if eff else f"{names} answered {span} rps against {against}")
         out.append(f"At {row_title(pairs[0][1])}: " + "; ".join(parts) + ".")
     return " ".join(out)
 
 
 def _names(members, servers, variant, flags):
-    """"asio_coro, uring_coro", or for a variant "with `--offload pool`, every model" (the row's
+    """"asio_coro, uring_coro", or for a variant "`--offload pool`: every model" (the row's
     every server)."""
     mine = [t["server"] for t, _ in members]
     if variant in ("standard", "-"):
         return ", ".join(t["label"] for t, _ in members)
     how = f"`{flags[variant]}`" if flags.get(variant) else variant
-    return f"with {how}, " + ("every model" if set(mine) == servers and len(mine) > 1
-                              else ", ".join(mine))
+    return f"{how}: " + ("every model" if set(mine) == servers and len(mine) > 1
+                         else ", ".join(mine))
 
 
 def _ceiling_value_if_fixed(r):

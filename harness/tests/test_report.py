@@ -91,7 +91,7 @@ class LessonTable(unittest.TestCase):
     def test_the_opening_shows_what_each_answered_within_the_word_budget(self):
         text = "\n".join(report.opening(self.doc))
         self.assertIn("Two rows, four servers.", text)
-        self.assertIn("blocking answered 638 rps against 640 = 64 threads / 0.1 s", text)
+        self.assertIn("blocking answered 638 rps, 100% of 640 = 64 threads / 0.1 s", text)
         prose = [x for x in text.splitlines() if x and not x.startswith(("|", "#"))]
         prose = [x for x in prose if not x.startswith("How a cell is made")]
         self.assertLessEqual(len(" ".join(prose).split()), report.OPENING_WORDS)
