@@ -526,8 +526,8 @@ def answer_sheet(root: str, pages: list[str], number: str | None, student: str |
     for key in unknown:
         print(f"  {key}: not a question of this sheet (a typo?)")
     print(f"predictions: {g.right} right, {g.wrong} wrong; measurements: {g.agree} agree with your "
-          f"predictions, {g.disagree} disagree; {g.missing} not filled in")
-    return 0 if g.wrong == g.disagree == g.missing == 0 and not unknown else 1
+          f"predictions, {g.disagree} disagree, {g.not_run} not from a run; {g.missing} not filled in")
+    return 0 if g.wrong == g.disagree == g.missing == g.not_run == 0 and not unknown else 1
 
 
 def parse_pages(root: str, pages: list[str], problems: list[str]) -> dict:

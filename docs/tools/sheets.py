@@ -15,7 +15,13 @@ arithmetic or the model's idea gives (a number, within 2% unless `| answer A wit
 word). `measure KEY: WHAT` is read from the student's own run; `| tests EXPR` names what it
 checks: an expression over the prediction keys (+ - * / and numbers), and the measurement agrees
 with it within 10% (or `| tests EXPR within 25%`). A measurement with nothing to test records
-a value only.
+a value only. `| below EXPR` (after any other rule) is a ceiling: whatever the machine, a run
+cannot measure more than EXPR (plus half a percent), so a value above it is wrong, not fast.
+
+A value may be written as people write them: `640 rps`, `20k`, `1.5M`, `~64`, `about 8 MiB` (a
+unit is read and dropped; `k` and `M` right after the digits multiply). A sheet is checked for
+having been run at all: a measurement of 0 where its prediction is not 0, or a sheet whose every
+tested measurement equals its prediction exactly, is not a measurement.
 
 A student's sheet is a text file of `key: value` lines (`#` starts a comment) with an
 `exercise: NN-name` line; `check_exercises.py --sheet NN` prints a blank one, `--student FILE`
@@ -32,9 +38,18 @@ from dataclasses import dataclass
 
 SHEET_BLOCK = re.compile(r"<!--\s*sheet\b[^\n]*\n(?P<body>.*?)-->", re.S)
 LINE = re.compile(r"^(?P<kind>predict|measure)\s+(?P<key>[a-z][a-z0-9_]*)\s*:\s*(?P<text>[^|]+?)\s*"
-                  r"(?:\|\s*(?P<rule>answer|tests)\s+(?P<value>.+?)"
-                  r"(?:\s+within\s+(?P<tol>[\d.]+)%)?)?\s*$")
+                  r"(?:\|\s*(?P<rule>answer|tests)\s+(?P<value>[^|]+?)"
+                  r"(?:\s+within\s+(?P<tol>[\d.]+)%)?)?\s*"
+                  r"(?:\|\s*below\s+(?P<below>[^|]+?)\s*)?$")
 NUMBER = re.compile(r"^[-+]?[\d,]*\.?\d+(?:e[-+]?\d+)?$", re.I)
+#: A number as people write one: "~64", "about 640 rps", "20k", "1.5M", "8 MiB", "99%".
+WRITTEN = re.compile(r"^(?:~|≈|about\s+|around\s+|approx(?:imately|\.)?\s+)?\s*"
+                     r"(?P<digits>[-+]?[\d,_]*\.?\d+(?:e[-+]?\d+)?)"
+                     r"\s*(?P<mult>[kKM](?![A-Za-z]))?\s*"
+                     r"(?P<unit>%|[A-Za-zµ/]+(?:\s*/\s*[A-Za-z]+)?(?:\s+[A-Za-z]+)?)?\s*$")
+MULTIPLIERS = {"k": 1e3, "K": 1e3, "M": 1e6}
+#: A measurement is read no nearer its ceiling than this (a window's edges).
+CEILING_SLACK = 0.005
 
 
 @dataclass
@@ -45,6 +60,7 @@ class Item:
     rule: str = ""  # answer | tests | ""
     value: str = ""
     tolerance: float = 0.0  # a fraction
+    below: str = ""  # a measurement's ceiling, an expression over the predictions
 
 
 def parse_sheet(page: str, text: str) -> tuple[list[Item], list[str]]:
@@ -64,7 +80,10 @@ def parse_sheet(page: str, text: str) -> tuple[list[Item], list[str]]:
             rule = lm.group("rule") or ""
             default = 0.02 if rule == "answer" else 0.10
             tol = float(lm.group("tol")) / 100 if lm.group("tol") else default
-            item = Item(lm.group("kind"), lm.group("key"), lm.group("text"), rule, lm.group("value") or "", tol)
+            item = Item(lm.group("kind"), lm.group("key"), lm.group("text"), rule, lm.group("value") or "", tol,
+                        lm.group("below") or "")
+            if item.below and item.kind != "measure":
+                problems.append(f"{page}:{n}: `| below` bounds a measurement, not a prediction")
             if (item.kind, rule) in (("predict", "tests"), ("measure", "answer")):
                 problems.append(f"{page}:{n}: a {item.kind} takes `| {'answer' if item.kind == 'predict' else 'tests'}`")
             items.append(item)
@@ -73,15 +92,17 @@ def parse_sheet(page: str, text: str) -> tuple[list[Item], list[str]]:
         problems.append(f"{page}: the sheet has {key} twice")
     predictions = {i.key for i in items if i.kind == "predict"}
     for item in items:
-        if item.rule == "tests":
+        for rule, expr in (("tests", item.value if item.rule == "tests" else ""), ("below", item.below)):
+            if not expr:
+                continue
             try:
-                names = expression_names(item.value)
+                names = expression_names(expr)
             except ValueError as e:
-                problems.append(f"{page}: {item.key}: `tests {item.value}`: {e}")
+                problems.append(f"{page}: {item.key}: `{rule} {expr}`: {e}")
                 continue
             unknown = names - predictions
             if unknown:
-                problems.append(f"{page}: {item.key} tests {', '.join(sorted(unknown))}, not a prediction of the sheet")
+                problems.append(f"{page}: {item.key} {rule} {', '.join(sorted(unknown))}, not a prediction of the sheet")
         if item.rule == "answer" and not item.value.strip():
             problems.append(f"{page}: {item.key}: an empty answer")
     if items and not any(i.kind == "measure" and i.rule == "tests" for i in items):
@@ -127,10 +148,12 @@ def evaluate(expr: str, names: dict[str, float]) -> float:
 
 
 def number(text: str) -> float | None:
-    text = text.strip().rstrip("%").replace("_", "")
-    if not NUMBER.match(text):
+    """The number in a value as people write it ("640 rps", "20k", "~64"), or None for a word."""
+    m = WRITTEN.match(text.strip())
+    if not m:
         return None
-    return float(text.replace(",", ""))
+    value = float(m.group("digits").replace(",", "").replace("_", ""))
+    return value * MULTIPLIERS.get(m.group("mult") or "", 1.0)
 
 
 def blank_sheet(page: str, title: str, items: list[Item]) -> str:
@@ -188,6 +211,7 @@ class Grade:
     agree: int = 0
     disagree: int = 0
     missing: int = 0
+    not_run: int = 0  # measurements that cannot have come from a run (0; copied; above a ceiling)
 
 
 def grade(items: list[Item], values: dict[str, str]) -> Grade:
@@ -216,17 +240,22 @@ def grade(items: list[Item], values: dict[str, str]) -> Grade:
             g.right += ok
             g.wrong += not ok
             g.lines.append(f"  {item.key} = {written}: {'right' if ok else 'WRONG'}{off}")
+    tested = []
     for item in items:
         if item.kind != "measure" or not values.get(item.key):
             continue
         written = values[item.key]
         have = number(written)
-        if item.rule != "tests":
+        if item.rule != "tests" and not item.below:
             g.lines.append(f"  {item.key} = {written}: measured (recorded, tests no prediction)")
             continue
         if have is None:
             g.disagree += 1
             g.lines.append(f"  {item.key} = {written}: not a number")
+            continue
+        if item.below:
+            _check_ceiling(g, item, written, have, predictions)
+        if item.rule != "tests":
             continue
         try:
             want = evaluate(item.value, predictions)
@@ -235,6 +264,12 @@ def grade(items: list[Item], values: dict[str, str]) -> Grade:
             continue
         except ZeroDivisionError:
             g.lines.append(f"  {item.key} = {written}: tests {item.value}, which divides by zero with your predictions")
+            continue
+        tested.append((have, want))
+        if have == 0 and want != 0:
+            g.not_run += 1
+            g.lines.append(f"  {item.key} = {written}: NOT A MEASUREMENT: a run that measured nothing "
+                           f"(0, where you predicted {want:g}); run the page's command and copy what it printed")
             continue
         ok, rel = differs(have, want, item.tolerance)
         what = item.value if item.value in predictions else f"{item.value} = {want:g}"
@@ -245,4 +280,23 @@ def grade(items: list[Item], values: dict[str, str]) -> Grade:
             g.disagree += 1
             g.lines.append(f"  {item.key} = {written}: DISAGREES with your {what}: {rel} "
                            f"(more than {item.tolerance:.0%}) -- which is wrong, the prediction or the run?")
+    copied = [(h, w) for h, w in tested if w != 0]
+    if len(copied) >= 2 and all(h == w for h, w in copied):
+        g.not_run += 1
+        g.lines.append("  NOT MEASURED: every measurement equals its prediction exactly, as no run "
+                       "does; the measurements must be what the commands printed")
     return g
+
+
+def _check_ceiling(g: Grade, item: Item, written: str, have: float,
+                   predictions: dict[str, float]) -> None:
+    """A measurement above the ceiling the student predicted for it: no run can measure that."""
+    try:
+        ceiling = evaluate(item.below, predictions)
+    except (KeyError, ZeroDivisionError):
+        return  # the tests rule says what is missing
+    if have > ceiling * (1 + CEILING_SLACK):
+        g.not_run += 1
+        g.lines.append(f"  {item.key} = {written}: ABOVE THE CEILING you predicted for it, "
+                       f"{item.below} = {ceiling:g}: a run cannot answer more than its ceiling "
+                       "(a wrong ceiling, or a value not from this run)")

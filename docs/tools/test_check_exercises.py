@@ -349,6 +349,33 @@ class StudentSheetTest(unittest.TestCase):
         self.assertEqual(done.returncode, 1)
         self.assertIn("8 not filled in", done.stdout)
 
+    def test_values_as_people_write_them_are_numbers(self) -> None:
+        done = self.graded("01", {**GOOD_SHEETS["01"], "thread_ceiling": "640 rps",
+                                  "connection_ceiling_2000": "20k", "served_blocking": "~64",
+                                  "connection_ceiling": "about 2,000 rps"})
+        self.assertEqual(done.returncode, 0, done.stdout)
+        self.assertIn("thread_ceiling = 640 rps: right", done.stdout)
+        self.assertIn("connection_ceiling_2000 = 20k: right", done.stdout)
+
+    def test_a_sheet_never_run_fails(self) -> None:
+        """Measurements copied from the predictions, or zeros, are not measurements."""
+        copied = {**GOOD_SHEETS["01"], "blocking_rps": "640", "blocking_starved": "136",
+                  "async_rps": "2000", "plaintext_rps": "60000", "blocking_rps_2000": "640",
+                  "async_rps_2000": "20000"}
+        done = self.graded("01", copied)
+        self.assertEqual(done.returncode, 1, done.stdout)
+        self.assertIn("NOT MEASURED: every measurement equals its prediction exactly", done.stdout)
+        zeros = {**GOOD_SHEETS["01"], "plaintext": "0", "plaintext_rps": "0", "async_rps": "0"}
+        done = self.graded("01", zeros)
+        self.assertEqual(done.returncode, 1, done.stdout)
+        self.assertIn("async_rps = 0: NOT A MEASUREMENT", done.stdout)
+
+    def test_a_measurement_above_its_predicted_ceiling_fails(self) -> None:
+        done = self.graded("01", {**GOOD_SHEETS["01"], "blocking_rps": "690"})
+        self.assertEqual(done.returncode, 1, done.stdout)
+        self.assertIn("blocking_rps = 690: ABOVE THE CEILING you predicted for it, thread_ceiling = 640",
+                      done.stdout)
+
     def test_a_sheet_without_its_exercise_line_is_refused(self) -> None:
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
             f.write("served_blocking: 64\n")
