@@ -30,7 +30,8 @@ stalls, a bug switch that no longer breaks anything). For every exercise page th
    (SIGTERM, then SIGKILL), commands with their whole process group;
 3. checks that the index (docs/exercises/README.md) lists every exercise page as a numbered link,
    and that each page ends with `Previous:` / `Next:` links that follow that order;
-4. checks each page's answer sheet (`<!-- sheet -->`, docs/tools/sheets.py says its syntax) and its
+4. checks each page's answer sheet (`<!-- sheet -->`, its answers in docs/exercises/answers/, as
+   docs/tools/sheets.py says) and its
    reference blocks (`<!-- reference: ... -->`, the syntax of a check block, full size): every
    measurement of the sheet is captured by a reference `expect:` group of its name, and the
    committed reference result results/exercises/NN-name.txt answers exactly the sheet's questions
@@ -424,7 +425,7 @@ def write_references(root: str, bin_dir: str, pages: list[str], which: str) -> i
         for page in chosen:
             with open(os.path.join(root, page), encoding="utf-8") as f:
                 text = f.read()
-            items, bad = sheets.parse_sheet(page, text)
+            items, bad = sheets.parse_sheet(page, text, read_answers(root, page))
             refs, bad2 = parse_checks(page, text, REFERENCE_BLOCK)
             if bad or bad2 or not items or not refs:
                 print("\n".join(bad + bad2) or f"{page}: no sheet or no reference block", file=sys.stderr)
@@ -511,7 +512,7 @@ def answer_sheet(root: str, pages: list[str], number: str | None, student: str |
     page = found[0]
     with open(os.path.join(root, page), encoding="utf-8") as f:
         text = f.read()
-    items, bad = sheets.parse_sheet(page, text)
+    items, bad = sheets.parse_sheet(page, text, read_answers(root, page))
     if bad or not items:
         print("\n".join(bad) or f"{page} has no answer sheet", file=sys.stderr)
         return 2
@@ -530,6 +531,15 @@ def answer_sheet(root: str, pages: list[str], number: str | None, student: str |
     return 0 if g.wrong == g.disagree == g.missing == g.not_run == 0 and not unknown else 1
 
 
+def read_answers(root: str, page: str) -> str | None:
+    """The text of a page's answers file (sheets.answers_path), or None when it has none."""
+    try:
+        with open(os.path.join(root, sheets.answers_path(page)), encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
 def parse_pages(root: str, pages: list[str], problems: list[str]) -> dict:
     """page -> (its text, its check blocks); what is wrong with a page goes to problems."""
     parsed = {}
@@ -538,7 +548,7 @@ def parse_pages(root: str, pages: list[str], problems: list[str]) -> dict:
             text = f.read()
         checks, bad = parse_checks(page, text)
         problems += bad
-        items, bad = sheets.parse_sheet(page, text)
+        items, bad = sheets.parse_sheet(page, text, read_answers(root, page))
         problems += bad
         if not items:
             problems.append(f"{page}: no <!-- sheet --> block: a student cannot grade their predictions")

@@ -23,6 +23,10 @@ unit is read and dropped; `k` and `M` right after the digits multiply). A sheet 
 having been run at all: a measurement of 0 where its prediction is not 0, or a sheet whose every
 tested measurement equals its prediction exactly, is not a measurement.
 
+The answers are not in the page a student reads: they are in `answers/NN-name.md` beside it, one
+line each, `- **KEY**: A (within 10%) -- the question`, which the page links at its end. A page
+whose sheet carries `| answer` itself, or does not link its answers, is refused.
+
 A student's sheet is a text file of `key: value` lines (`#` starts a comment) with an
 `exercise: NN-name` line; `check_exercises.py --sheet NN` prints a blank one, `--student FILE`
 grades it: each prediction against its answer, and each measurement against the prediction it
@@ -42,6 +46,10 @@ LINE = re.compile(r"^(?P<kind>predict|measure)\s+(?P<key>[a-z][a-z0-9_]*)\s*:\s*
                   r"(?:\s+within\s+(?P<tol>[\d.]+)%)?)?\s*"
                   r"(?:\|\s*below\s+(?P<below>[^|]+?)\s*)?$")
 NUMBER = re.compile(r"^[-+]?[\d,]*\.?\d+(?:e[-+]?\d+)?$", re.I)
+#: A line of an answers file: "- **thread_ceiling**: 640 -- question 1: ...", "(within 10%)" after
+#: the answer where 2% is too strict.
+ANSWER = re.compile(r"^- \*\*(?P<key>[a-z][a-z0-9_]*)\*\*: (?P<value>.+?)"
+                    r"(?: \(within (?P<tol>[\d.]+)%\))?(?: -- .*)?$")
 #: A number as people write one: "~64", "about 640 rps", "20k", "1.5M", "8 MiB", "99%".
 WRITTEN = re.compile(r"^(?:~|≈|about\s+|around\s+|approx(?:imately|\.)?\s+)?\s*"
                      r"(?P<digits>[-+]?[\d,_]*\.?\d+(?:e[-+]?\d+)?)"
@@ -63,8 +71,39 @@ class Item:
     below: str = ""  # a measurement's ceiling, an expression over the predictions
 
 
-def parse_sheet(page: str, text: str) -> tuple[list[Item], list[str]]:
-    """The sheet of an exercise page, and what is wrong with it (page:line: ...)."""
+def answers_path(page: str) -> str:
+    """docs/exercises/answers/01-ceilings.md for docs/exercises/01-ceilings.md."""
+    folder, _, name = page.rpartition("/")
+    return f"{folder}/answers/{name}" if folder else f"answers/{name}"
+
+
+def apply_answers(page: str, text: str, items: list[Item], answers: str | None) -> list[str]:
+    """Sets each prediction's answer from its answers file (None: there is none); what is wrong."""
+    if any(i.rule == "answer" for i in items):
+        return [f"{page}: its sheet carries `| answer` itself: answers go in "
+                f"{answers_path(page)}, out of the page a student reads"]
+    if answers is None:
+        return [f"{page}: no {answers_path(page)}: the predictions have no answers to be graded by"]
+    name = answers_path(page).rsplit("/", 1)[-1]
+    problems = [] if f"(answers/{name})" in text else \
+        [f"{page}: does not link its answers (answers/{name})"]
+    by_key = {i.key: i for i in items if i.kind == "predict"}
+    for n, line in enumerate(answers.split("\n"), start=1):
+        m = ANSWER.match(line.strip())
+        if not m:
+            continue
+        item = by_key.get(m.group("key"))
+        if item is None:
+            problems.append(f"{answers_path(page)}:{n}: {m.group('key')} is no prediction of the sheet")
+            continue
+        item.rule, item.value = "answer", m.group("value").strip()
+        item.tolerance = float(m.group("tol")) / 100 if m.group("tol") else 0.02
+    return problems
+
+
+def parse_sheet(page: str, text: str, answers: str | None = "") -> tuple[list[Item], list[str]]:
+    """The sheet of an exercise page, its answers set from `answers` (the text of its answers file;
+    "" to leave them unset, None when the file is missing), and what is wrong (page:line: ...)."""
     items: list[Item] = []
     problems: list[str] = []
     for m in SHEET_BLOCK.finditer(text):
@@ -107,6 +146,8 @@ def parse_sheet(page: str, text: str) -> tuple[list[Item], list[str]]:
             problems.append(f"{page}: {item.key}: an empty answer")
     if items and not any(i.kind == "measure" and i.rule == "tests" for i in items):
         problems.append(f"{page}: the sheet's measurements test no prediction")
+    if items and answers != "":
+        problems += apply_answers(page, text, items, answers)
     return items, problems
 
 

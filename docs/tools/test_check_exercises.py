@@ -66,8 +66,10 @@ Previous: [x](../x.md)
 
 
 GOOD_SHEET = """\
+The answers: [answers/01-first.md](answers/01-first.md).
+
 <!-- sheet
-predict ceiling: the thread ceiling of 4 workers on /delay/100 | answer 40
+predict ceiling: the thread ceiling of 4 workers on /delay/100
 measure rps: the rps you measured | tests ceiling
 -->
 
@@ -78,6 +80,12 @@ expect: tool: (?P<rps>\\d+) connections
 -->
 
 This project's run: [results/exercises/01-first.txt](../../results/exercises/01-first.txt)."""
+
+ANSWERS = """\
+# Exercise 1: the answers
+
+- **ceiling**: 40 -- the thread ceiling of 4 workers on /delay/100
+"""
 
 REFERENCE = """\
 # a reference result
@@ -135,6 +143,7 @@ class Tree:
         self.write("build/bin/cm-server", FAKE_SERVER, executable=True)
         self.write("harness/tool", FAKE_TOOL, executable=True)
         self.write("results/exercises/01-first.txt", REFERENCE)
+        self.write("docs/exercises/answers/01-first.md", ANSWERS)
         self.pid_file = os.path.join(self.root, "server.pid")
 
     def write(self, rel: str, text: str, executable: bool = False) -> None:
@@ -223,6 +232,23 @@ class CheckExercisesTest(unittest.TestCase):
         code, out = self.tree.check()
         self.assertEqual(code, 1, out)
         self.assertIn("tests ceiling_of_threads, not a prediction of the sheet", out)
+
+    def test_answers_in_the_page_a_student_reads_fail(self) -> None:
+        sheet = GOOD_SHEET.replace("on /delay/100\n", "on /delay/100 | answer 40\n")
+        self.tree.write("docs/exercises/01-first.md", page(GOOD_CHECK, sheet=sheet))
+        code, out = self.tree.check()
+        self.assertEqual(code, 1, out)
+        self.assertIn("answers go in docs/exercises/answers/01-first.md", out)
+
+    def test_a_page_without_its_answers_file_or_its_link_fails(self) -> None:
+        self.tree.write("docs/exercises/01-first.md",
+                        page(GOOD_CHECK, sheet=GOOD_SHEET.replace("(answers/01-first.md)", "")))
+        code, out = self.tree.check()
+        self.assertEqual(code, 1, out)
+        self.assertIn("does not link its answers", out)
+        os.unlink(os.path.join(self.tree.root, "docs/exercises/answers/01-first.md"))
+        code, out = self.tree.check()
+        self.assertIn("no docs/exercises/answers/01-first.md", out)
 
     def test_a_malformed_sheet_line_fails(self) -> None:
         sheet = GOOD_SHEET.replace("predict ceiling:", "guess ceiling:")
