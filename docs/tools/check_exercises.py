@@ -94,6 +94,7 @@ class Check:
     timeout: float = 20.0
     needs: list[str] = field(default_factory=list)
     values: dict[str, float] = field(default_factory=dict)  # what its expect: lines captured
+    quotes: dict[str, list[str]] = field(default_factory=dict)  # the output each was read from
 
 
 def parse_checks(page: str, text: str, block: re.Pattern = CHECK_BLOCK) -> tuple[list[Check], list[str]]:
@@ -227,6 +228,7 @@ class Runner:
         ports: dict[str, str] = {}
         values = check.values
         values.clear()
+        check.quotes.clear()
         transcript: list[str] = []
         servers: list[tuple[str, subprocess.Popen, str]] = []
         output = ""
@@ -271,6 +273,7 @@ class Runner:
                             if not m:
                                 return "fail", "\n".join(transcript) + f"\n-> nothing in {where} matches /{text}/"
                             for key, val in m.groupdict().items():
+                                check.quotes[key] = quoted_lines(seen, m)
                                 try:
                                     values[key] = float(val.replace(",", ""))
                                 except (TypeError, ValueError):
@@ -307,6 +310,26 @@ class Runner:
         except KeyError as e:
             return False, f"{e.args[0]} was not captured by an expect: before it"
         return OPS[m.group("op")](a, b), f"{a:g} {m.group('op')} {b:g}"
+
+
+#: The lines of a cm-load report a sheet quotes besides the one a value was read from.
+REPORT_HEAD = re.compile(r"^\s*cm-load http")
+REPORT_LINES = re.compile(r"^\s*(?:\d+/\d+ connections,|requests \d+|errors \d+|fairness )")
+
+
+def quoted_lines(output: str, m: re.Match) -> list[str]:
+    """What a sheet quotes for a value `m` read from `output`: the line(s) it was read from and,
+    in a cm-load report, the report's connections, requests, errors and fairness lines."""
+    lines = output.split("\n")
+    first = output.count("\n", 0, m.start())
+    last = output.count("\n", 0, max(m.end() - 1, m.start()))
+    start = next((i for i in range(first, -1, -1) if REPORT_HEAD.match(lines[i])), None)
+    report = []
+    if start is not None:
+        end = next((i for i in range(start + 1, len(lines)) if REPORT_HEAD.match(lines[i])), len(lines))
+        report = [i for i in range(start, end) if REPORT_LINES.match(lines[i])]
+    keep = sorted(set(report) | set(range(first, last + 1)))
+    return [lines[i].strip() for i in keep]
 
 
 def student_commands(lines: list[str]) -> list[tuple[int, str]]:
@@ -401,11 +424,20 @@ def check_reference(root: str, page: str, text: str, items: list[sheets.Item]) -
         return problems + [f"{page}: no {rel}: run docs/tools/check_exercises.py --reference "
                            f"{os.path.basename(page)[:2]}"]
     with open(path, encoding="utf-8") as f:
-        _, values, bad = sheets.read_student(f.read())
+        sheet = f.read()
+    _, values, bad = sheets.read_student(sheet)
     keys = {i.key for i in items}
+    rerun = f"run docs/tools/check_exercises.py --reference {os.path.basename(page)[:2]}"
     if bad or set(values) != keys:
         problems.append(f"{rel} answers {sorted(set(values) ^ keys)} that the sheet of {page} does not ask "
-                        f"(or misses them): run docs/tools/check_exercises.py --reference {os.path.basename(page)[:2]}")
+                        f"(or misses them): {rerun}")
+    elif any(i.rule == "answer" for i in items):  # graded against the page's answers as they are now
+        g = sheets.grade(items, values, sheets.read_quotes(sheet))
+        if g.wrong or g.disagree or g.not_run or g.missing:
+            bad_lines = [l.strip() for l in g.lines if re.search(r"WRONG|DISAGREES|INCONSISTENT|NOT |ABOVE|BELOW|not filled", l)]
+            problems.append(f"{rel} does not grade clean against {page} ({g.wrong} wrong, {g.disagree} disagree, "
+                            f"{g.not_run} not from a run): fix the prediction or the method, then {rerun}: "
+                            + " | ".join(bad_lines))
     if rel not in text and os.path.basename(path) not in text:
         problems.append(f"{page}: does not link its reference result {rel}")
     return problems
@@ -432,6 +464,7 @@ def write_references(root: str, bin_dir: str, pages: list[str], which: str) -> i
                 failed += 1
                 continue
             values: dict[str, float] = {}
+            quotes: dict[str, list[str]] = {}
             transcript = []
             for ref in refs:
                 t0 = time.monotonic()
@@ -443,15 +476,16 @@ def write_references(root: str, bin_dir: str, pages: list[str], which: str) -> i
                     failed += 1
                     break
                 values.update(ref.values)
+                quotes.update(ref.quotes)
             else:
-                write_reference(root, page, text, items, values, transcript)
+                write_reference(root, page, text, items, values, quotes, transcript)
     finally:
         runner.stop_all()
     return 1 if failed else 0
 
 
 def write_reference(root: str, page: str, text: str, items: list[sheets.Item], values: dict[str, float],
-                    transcript: list[str]) -> None:
+                    quotes: dict[str, list[str]], transcript: list[str]) -> None:
     answers = {i.key: i.value for i in items if i.kind == "predict" and i.rule == "answer"}
     for i in items:
         if i.kind == "predict" and i.rule != "answer":  # no single answer: what this run measured
@@ -465,7 +499,8 @@ def write_reference(root: str, page: str, text: str, items: list[sheets.Item], v
     for line in blank.split("\n"):
         key = line[:-1] if line.endswith(":") else None
         lines.append(f"{key}: {answers.get(key, '')}" if key else line)
-    graded = sheets.grade(items, {k: v for k, v in answers.items() if v})
+        lines += [f"> {q}" for q in quotes.get(key, [])] if key else []
+    graded = sheets.grade(items, {k: v for k, v in answers.items() if v}, quotes)
     head = [f"# Reference result of {page}, written by docs/tools/check_exercises.py --reference "
             f"{os.path.basename(page)[:2]}",
             f"# on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} CPUs "
@@ -495,13 +530,15 @@ def answer_sheet(root: str, pages: list[str], number: str | None, student: str |
     if student:
         try:
             with open(student, encoding="utf-8") as f:
-                exercise, values, problems = sheets.read_student(f.read())
+                sheet = f.read()
+            exercise, values, problems = sheets.read_student(sheet)
+            quotes = sheets.read_quotes(sheet)
         except OSError as e:
             print(f"check_exercises: cannot read {student}: {e.strerror}", file=sys.stderr)
             return 2
         number = exercise
     else:
-        values, problems = {}, []
+        values, problems, quotes = {}, [], {}
     found = [p for p in pages if number and os.path.basename(p).startswith(number)]
     if problems or len(found) != 1:
         for p in problems:
@@ -521,13 +558,16 @@ def answer_sheet(root: str, pages: list[str], number: str | None, student: str |
         print(sheets.blank_sheet(page, title, items))
         return 0
     unknown = sorted(set(values) - {i.key for i in items})
-    g = sheets.grade(items, values)
+    g = sheets.grade(items, values, quotes)
     print(f"{title} ({page})")
     print("\n".join(g.lines))
     for key in unknown:
         print(f"  {key}: not a question of this sheet (a typo?)")
     print(f"predictions: {g.right} right, {g.wrong} wrong; measurements: {g.agree} agree with your "
           f"predictions, {g.disagree} disagree, {g.not_run} not from a run; {g.missing} not filled in")
+    if g.unquoted:
+        print(f"{g.quoted} measurements checked against the output quoted under them; {g.unquoted} quote "
+              "nothing (paste the lines you read each from, after a `> `, to have them checked)")
     return 0 if g.wrong == g.disagree == g.missing == g.not_run == 0 and not unknown else 1
 
 

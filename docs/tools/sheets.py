@@ -10,13 +10,18 @@ An exercise page holds its sheet in an HTML comment the reader does not see:
     measure starved: its starved connections at -c 200 (the fairness line) | tests 200 - served
     -->
 
-`predict KEY: QUESTION` is written before anything is run; `| answer A` gives the answer the
-arithmetic or the model's idea gives (a number, within 2% unless `| answer A within 10%`, or a
-word). `measure KEY: WHAT` is read from the student's own run; `| tests EXPR` names what it
-checks: an expression over the prediction keys (+ - * / and numbers), and the measurement agrees
-with it within 10% (or `| tests EXPR within 25%`). A measurement with nothing to test records
-a value only. `| below EXPR` (after any other rule) is a ceiling: whatever the machine, a run
-cannot measure more than EXPR (plus half a percent), so a value above it is wrong, not fast.
+`predict KEY: QUESTION` is written before anything is run. `measure KEY: WHAT` is read from the
+student's own run, and its rules say what it must show:
+
+- `| tests EXPR [within N%]`: the prediction it checks, an expression over the prediction keys
+  (+ - * / and numbers); the measurement agrees with it within 10% unless told. A measurement with
+  no rule records a value only.
+- `| with EXPR [within N%]`: what it must show beside the sheet's other measurements, whatever the
+  machine (EXPR may name measurements too: `| with 10 * async_rps within 25%`, the rps of ten
+  times the connections on the same server).
+- `| below EXPR`: a ceiling -- a run cannot measure more than EXPR (plus half a percent), so a value
+  above it is wrong, not fast; `| above EXPR`: a floor, the same the other way (a burst of 8 x 50
+  ms of CPU on one core cannot end before 0.4 s, however fast the machine).
 
 A value may be written as people write them: `640 rps`, `20k`, `1.5M`, `~64`, `about 8 MiB` (a
 unit is read and dropped; `k` and `M` right after the digits multiply). A sheet is checked for
@@ -42,9 +47,9 @@ from dataclasses import dataclass
 
 SHEET_BLOCK = re.compile(r"<!--\s*sheet\b[^\n]*\n(?P<body>.*?)-->", re.S)
 LINE = re.compile(r"^(?P<kind>predict|measure)\s+(?P<key>[a-z][a-z0-9_]*)\s*:\s*(?P<text>[^|]+?)\s*"
-                  r"(?:\|\s*(?P<rule>answer|tests)\s+(?P<value>[^|]+?)"
-                  r"(?:\s+within\s+(?P<tol>[\d.]+)%)?)?\s*"
-                  r"(?:\|\s*below\s+(?P<below>[^|]+?)\s*)?$")
+                  r"(?P<rules>(?:\|[^|]*)*)$")
+RULE = re.compile(r"^(?P<rule>answer|tests|with|below|above)\s+(?P<value>.+?)"
+                  r"(?:\s+within\s+(?P<tol>[\d.]+)%)?$")
 NUMBER = re.compile(r"^[-+]?[\d,]*\.?\d+(?:e[-+]?\d+)?$", re.I)
 #: A line of an answers file: "- **thread_ceiling**: 640 -- question 1: ...", "(within 10%)" after
 #: the answer where 2% is too strict.
@@ -69,6 +74,30 @@ class Item:
     value: str = ""
     tolerance: float = 0.0  # a fraction
     below: str = ""  # a measurement's ceiling, an expression over the predictions
+    above: str = ""  # a measurement's floor, the same
+    with_: str = ""  # what it must show beside the other measurements (an expression)
+    with_tolerance: float = 0.10
+
+
+def parse_item(m: re.Match) -> Item | None:
+    """A sheet line's item, from LINE's match; None when one of its rules is malformed."""
+    item = Item(m.group("kind"), m.group("key"), m.group("text"))
+    for piece in m.group("rules").split("|")[1:]:
+        r = RULE.match(piece.strip())
+        if not r:
+            return None
+        rule, value = r.group("rule"), r.group("value").strip()
+        tol = float(r.group("tol")) / 100 if r.group("tol") else None
+        if rule in ("answer", "tests"):
+            item.rule, item.value = rule, value
+            item.tolerance = tol if tol is not None else (0.02 if rule == "answer" else 0.10)
+        elif rule == "with":
+            item.with_, item.with_tolerance = value, tol if tol is not None else 0.10
+        elif tol is not None:
+            return None  # a ceiling or a floor has no tolerance
+        else:
+            setattr(item, rule, value)
+    return item
 
 
 def answers_path(page: str) -> str:
@@ -113,25 +142,24 @@ def parse_sheet(page: str, text: str, answers: str | None = "") -> tuple[list[It
             if not raw:
                 continue
             lm = LINE.match(raw)
-            if not lm:
-                problems.append(f"{page}:{n}: `{raw}`: not `predict|measure KEY: TEXT [| answer A | tests EXPR]`")
+            item = parse_item(lm) if lm else None
+            if item is None:
+                problems.append(f"{page}:{n}: `{raw}`: not `predict|measure KEY: TEXT [| tests EXPR] "
+                                "[| with EXPR] [| below EXPR] [| above EXPR]`")
                 continue
-            rule = lm.group("rule") or ""
-            default = 0.02 if rule == "answer" else 0.10
-            tol = float(lm.group("tol")) / 100 if lm.group("tol") else default
-            item = Item(lm.group("kind"), lm.group("key"), lm.group("text"), rule, lm.group("value") or "", tol,
-                        lm.group("below") or "")
-            if item.below and item.kind != "measure":
-                problems.append(f"{page}:{n}: `| below` bounds a measurement, not a prediction")
-            if (item.kind, rule) in (("predict", "tests"), ("measure", "answer")):
+            if (item.below or item.above or item.with_) and item.kind != "measure":
+                problems.append(f"{page}:{n}: `| below`, `| above` and `| with` are a measurement's rules")
+            if (item.kind, item.rule) in (("predict", "tests"), ("measure", "answer")):
                 problems.append(f"{page}:{n}: a {item.kind} takes `| {'answer' if item.kind == 'predict' else 'tests'}`")
             items.append(item)
     keys = [i.key for i in items]
     for key in sorted({k for k in keys if keys.count(k) > 1}):
         problems.append(f"{page}: the sheet has {key} twice")
     predictions = {i.key for i in items if i.kind == "predict"}
+    measurements = {i.key for i in items if i.kind == "measure"}
     for item in items:
-        for rule, expr in (("tests", item.value if item.rule == "tests" else ""), ("below", item.below)):
+        for rule, expr in (("tests", item.value if item.rule == "tests" else ""), ("below", item.below),
+                           ("above", item.above), ("with", item.with_)):
             if not expr:
                 continue
             try:
@@ -139,9 +167,11 @@ def parse_sheet(page: str, text: str, answers: str | None = "") -> tuple[list[It
             except ValueError as e:
                 problems.append(f"{page}: {item.key}: `{rule} {expr}`: {e}")
                 continue
-            unknown = names - predictions
+            known = predictions | (measurements - {item.key}) if rule == "with" else predictions
+            unknown = names - known
             if unknown:
-                problems.append(f"{page}: {item.key} {rule} {', '.join(sorted(unknown))}, not a prediction of the sheet")
+                what = "a key of the sheet" if rule == "with" else "a prediction of the sheet"
+                problems.append(f"{page}: {item.key} {rule} {', '.join(sorted(unknown))}, not {what}")
         if item.rule == "answer" and not item.value.strip():
             problems.append(f"{page}: {item.key}: an empty answer")
     if items and not any(i.kind == "measure" and i.rule == "tests" for i in items):
@@ -206,6 +236,10 @@ def blank_sheet(page: str, title: str, items: list[Item]) -> str:
            f"exercise: {name}", ""]
     for kind, heading in (("predict", "predictions"), ("measure", "measurements")):
         out.append(f"## {heading}")
+        if kind == "measure":
+            out += ["# Under each measurement, paste the lines of output you read it from, each after",
+                    "# a `> `: cm-load's `connections`, `requests`, `errors` and `fairness` lines, or the",
+                    "# line of burst or curl. The grader checks the value against them."]
         for item in items:
             if item.kind == kind:
                 out += [f"# {item.text}", f"{item.key}:"]
@@ -214,9 +248,11 @@ def blank_sheet(page: str, title: str, items: list[Item]) -> str:
 
 
 def read_student(text: str) -> tuple[str, dict[str, str], list[str]]:
-    """(exercise, key -> value as written, problems) of a filled-in sheet."""
+    """(exercise, key -> value as written, problems) of a filled-in sheet (quotes: read_quotes)."""
     exercise, values, problems = "", {}, []
     for n, raw in enumerate(text.split("\n"), start=1):
+        if raw.lstrip().startswith(">"):
+            continue  # a quoted line of output
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
@@ -232,6 +268,57 @@ def read_student(text: str) -> tuple[str, dict[str, str], list[str]]:
     if not exercise:
         problems.append("no `exercise: NN-name` line: which exercise is this sheet for?")
     return exercise, values, problems
+
+
+def read_quotes(text: str) -> dict[str, list[str]]:
+    """The lines of output quoted under each measurement: `> ` lines after its `key: value` line."""
+    quotes: dict[str, list[str]] = {}
+    key = ""
+    for raw in text.split("\n"):
+        stripped = raw.strip()
+        if stripped.startswith(">"):
+            if key:
+                quotes.setdefault(key, []).append(stripped[1:].strip())
+            continue
+        line = raw.split("#", 1)[0].strip()
+        if line:
+            key = line.partition(":")[0].strip()
+    return quotes
+
+
+#: What the quoted lines of a cm-load report say (cm-load's summary, harness/cm-load).
+QUOTED = {
+    "connections": re.compile(r"(?P<open>\d+)/(?P<asked>\d+) connections,.*?(?P<seconds>[\d.]+) s measured"),
+    "requests": re.compile(r"requests (?P<requests>\d+)\s+rps (?P<rps>[\d.]+)"),
+    "errors": re.compile(r"errors (?P<errors>\d+) \("),
+}
+CONNECTIONS_ASKED = re.compile(r"-c\s+(?P<n>[\d,]+)")
+
+
+def check_quote(item: Item, have: float, lines: list[str]) -> list[str]:
+    """What is wrong with the lines a measurement quotes as its source (empty: they hold up): the
+    value must be in them; a cm-load report's requests and seconds must give its rps; a report of
+    a run with errors, or with another connection count than the measurement's, is not its run."""
+    text = "\n".join(lines)
+    numbers = [float(x.replace(",", "")) for x in re.findall(r"(?<![\w.])\d[\d,]*\.?\d*", text)]
+    problems = []
+    if not any(abs(x - have) <= max(abs(have) * CEILING_SLACK, 1e-9) for x in numbers):
+        problems.append(f"{have:g} is nowhere in the lines quoted under it")
+    found = {name: rx.search(text) for name, rx in QUOTED.items()}
+    c, r, e = found["connections"], found["requests"], found["errors"]
+    if c and r:
+        rps = int(r.group("requests")) / float(c.group("seconds"))
+        if abs(rps - float(r.group("rps"))) > 0.01 * rps + 0.1:
+            problems.append(f"the quoted report does not add up: {r.group('requests')} requests in "
+                            f"{c.group('seconds')} s are {rps:.1f} rps, not {r.group('rps')}")
+    counts_errors = "error" in item.text.lower() or (e and int(e.group("errors")) == have)
+    if e and int(e.group("errors")) > 0 and not counts_errors:
+        problems.append(f"the quoted run had {e.group('errors')} errors: its rps counts correct answers only")
+    asked = CONNECTIONS_ASKED.search(item.text)
+    if c and asked and int(asked.group("n").replace(",", "")) != int(c.group("asked")):
+        problems.append(f"the quoted run had {c.group('asked')} connections; this measurement is at "
+                        f"{asked.group('n')}")
+    return problems
 
 
 def differs(have: float, want: float, tolerance: float) -> tuple[bool, str]:
@@ -252,10 +339,14 @@ class Grade:
     agree: int = 0
     disagree: int = 0
     missing: int = 0
-    not_run: int = 0  # measurements that cannot have come from a run (0; copied; above a ceiling)
+    not_run: int = 0  # measurements that cannot have come from a run (0; copied; past a bound)
+    quoted: int = 0  # measurements whose quoted output holds up
+    unquoted: int = 0  # measurements with no output quoted under them
 
 
-def grade(items: list[Item], values: dict[str, str]) -> Grade:
+def grade(items: list[Item], values: dict[str, str], quotes: dict[str, list[str]] | None = None) -> Grade:
+    """Each prediction against its answer; each measurement against its rules, and against the
+    output quoted under it (read_quotes) where there is some."""
     g = Grade([])
     predictions: dict[str, float] = {}
     for item in items:
@@ -287,15 +378,19 @@ def grade(items: list[Item], values: dict[str, str]) -> Grade:
             continue
         written = values[item.key]
         have = number(written)
-        if item.rule != "tests" and not item.below:
+        if have is not None and quotes is not None:
+            _check_quote(g, item, written, have, quotes.get(item.key, []))
+        if item.rule != "tests" and not (item.below or item.above or item.with_):
             g.lines.append(f"  {item.key} = {written}: measured (recorded, tests no prediction)")
             continue
         if have is None:
             g.disagree += 1
             g.lines.append(f"  {item.key} = {written}: not a number")
             continue
-        if item.below:
-            _check_ceiling(g, item, written, have, predictions)
+        if item.below or item.above:
+            _check_bounds(g, item, written, have, predictions)
+        if item.with_:
+            _check_with(g, item, written, have, predictions, values)
         if item.rule != "tests":
             continue
         try:
@@ -329,15 +424,53 @@ def grade(items: list[Item], values: dict[str, str]) -> Grade:
     return g
 
 
-def _check_ceiling(g: Grade, item: Item, written: str, have: float,
-                   predictions: dict[str, float]) -> None:
-    """A measurement above the ceiling the student predicted for it: no run can measure that."""
+def _check_bounds(g: Grade, item: Item, written: str, have: float,
+                  predictions: dict[str, float]) -> None:
+    """A measurement above the ceiling, or below the floor, the student predicted for it: no run
+    can measure that."""
+    for expr, sign in ((item.below, 1), (item.above, -1)):
+        if not expr:
+            continue
+        try:
+            bound = evaluate(expr, predictions)
+        except (KeyError, ZeroDivisionError):
+            continue  # the tests rule says what is missing
+        if sign * have > sign * bound * (1 + sign * CEILING_SLACK):
+            g.not_run += 1
+            what, why = (("ABOVE THE CEILING", "answer more than its ceiling") if sign > 0
+                         else ("BELOW THE FLOOR", "do better than its floor"))
+            g.lines.append(f"  {item.key} = {written}: {what} you predicted for it, {expr} = {bound:g}: "
+                           f"a run cannot {why} (a wrong bound, or a value not from this run)")
+
+
+def _check_with(g: Grade, item: Item, written: str, have: float, predictions: dict[str, float],
+                values: dict[str, str]) -> None:
+    """A measurement against the sheet's others: what any run on any machine must show."""
+    names = {**predictions, **{k: v for k, raw in values.items() if (v := number(raw)) is not None}}
     try:
-        ceiling = evaluate(item.below, predictions)
-    except (KeyError, ZeroDivisionError):
-        return  # the tests rule says what is missing
-    if have > ceiling * (1 + CEILING_SLACK):
+        want = evaluate(item.with_, names)
+    except (KeyError, ZeroDivisionError) as e:
+        g.lines.append(f"  {item.key} = {written}: with {item.with_}, which your sheet cannot give ({e})")
+        return
+    ok, rel = differs(have, want, item.with_tolerance)
+    if ok:
+        g.agree += 1
+        g.lines.append(f"  {item.key} = {written}: consistent with {item.with_} = {want:g} ({rel}, "
+                       f"within {item.with_tolerance:.0%})")
+    else:
+        g.disagree += 1
+        g.lines.append(f"  {item.key} = {written}: INCONSISTENT with {item.with_} = {want:g}: {rel} "
+                       f"(more than {item.with_tolerance:.0%}) -- two runs of the same page disagree; "
+                       "run both again")
+
+
+def _check_quote(g: Grade, item: Item, written: str, have: float, lines: list[str]) -> None:
+    if not lines:
+        g.unquoted += 1
+        return
+    problems = check_quote(item, have, lines)
+    if problems:
         g.not_run += 1
-        g.lines.append(f"  {item.key} = {written}: ABOVE THE CEILING you predicted for it, "
-                       f"{item.below} = {ceiling:g}: a run cannot answer more than its ceiling "
-                       "(a wrong ceiling, or a value not from this run)")
+        g.lines.append(f"  {item.key} = {written}: THE QUOTED OUTPUT DOES NOT HOLD IT UP: " + "; ".join(problems))
+    else:
+        g.quoted += 1

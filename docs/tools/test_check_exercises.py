@@ -299,13 +299,22 @@ class CheckExercisesTest(unittest.TestCase):
         self.assertEqual(code, 77, out)
 
 
-def fill(blank: str, answers: dict[str, str]) -> str:
-    """A blank sheet with each `key:` line given its answer."""
+def fill(blank: str, answers: dict[str, str], quotes: dict[str, list[str]] | None = None) -> str:
+    """A blank sheet with each `key:` line given its answer, and the `> ` lines quoted under it."""
     lines = []
     for line in blank.split("\n"):
         key = line[:-1] if line.endswith(":") else None
         lines.append(f"{key}: {answers[key]}" if key in answers else line)
+        lines += [f"> {q}" for q in (quotes or {}).get(key, [])]
     return "\n".join(lines)
+
+
+def report(connections: int, requests: int, rps: str, errors: int = 0, seconds: int = 5) -> list[str]:
+    """The summary lines of a cm-load report, as a student pastes them."""
+    return [f"{connections}/{connections} connections, 1 threads, no stagger, 2 s warm-up, {seconds} s measured",
+            f"requests {requests}   rps {rps}   client CPU 0.59 s (0.06 s of it polling idle)",
+            f"errors {errors} (connect 0, reset 0, timeout {errors}, status 0, body 0, early 0)",
+            f"fairness  starved 0 of {connections}   Jain 1.000   max gap 140.6 ms"]
 
 
 # Filled-in sheets of the real exercises 1, 2 and 4: a student's right predictions, with what
@@ -319,6 +328,11 @@ GOOD_SHEETS = {
     "02": {"sequential": "2", "steps_blocking": "32", "per_step": "64", "last_blocking": "16",
            "last_async": "0.6", "steps_async": "1", "last_one_worker": "2.03", "last_pool": "16.1",
            "steps_pool": "32", "last_loop": "0.75", "steps_loop": "1"},
+    "07": {"last_one_loop": "0.4", "ceiling_50ms": "20", "ceiling_one_loop": "50", "last_two_cores": "0.2",
+           "ceiling_two_cores": "100", "last_one_core": "0.4", "ceiling_one_core": "50", "same_loop_s": "0.9",
+           "other_loop_s": "0", "one_loop_last": "0.52", "one_loop_rps": "44.1", "two_cores_last": "0.31",
+           "two_cores_rps": "86.0", "one_core_last": "0.47", "one_core_rps": "45.2",
+           "slowest_plaintext": "0.95", "fastest_plaintext": "0.0004"},
     "04": {"last_timer": "0.1", "last_sleep": "2", "plaintext_sleep": "0.5", "speedup_two_loops": "2",
            "timer_last": "0.12", "sleep_last": "2.02", "plaintext_after": "0.52", "two_loops_last": "1.2"},
 }
@@ -342,11 +356,12 @@ class StudentSheetTest(unittest.TestCase):
         return subprocess.run([PYTHON, os.path.join(TOOLS, "check_exercises.py"), *args],
                               capture_output=True, text=True, timeout=60)
 
-    def graded(self, number: str, answers: dict[str, str]) -> subprocess.CompletedProcess:
+    def graded(self, number: str, answers: dict[str, str],
+               quotes: dict[str, list[str]] | None = None) -> subprocess.CompletedProcess:
         blank = self.run_tool("--sheet", number)
         self.assertEqual(blank.returncode, 0, blank.stderr)
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-            f.write(fill(blank.stdout, answers))
+            f.write(fill(blank.stdout, answers, quotes))
         try:
             return self.run_tool("--student", f.name)
         finally:
@@ -401,6 +416,53 @@ class StudentSheetTest(unittest.TestCase):
         self.assertEqual(done.returncode, 1, done.stdout)
         self.assertIn("blocking_rps = 690: ABOVE THE CEILING you predicted for it, thread_ceiling = 640",
                       done.stdout)
+
+    def test_a_measurement_below_its_predicted_floor_fails(self) -> None:
+        done = self.graded("07", {**GOOD_SHEETS["07"], "one_loop_last": "0.31"})
+        self.assertEqual(done.returncode, 1, done.stdout)
+        self.assertIn("one_loop_last = 0.31: BELOW THE FLOOR you predicted for it, last_one_loop = 0.4",
+                      done.stdout)
+
+    def test_measurements_that_contradict_each_other_fail(self) -> None:
+        """Ten times the connections on an async server is ten times the rps, whatever the machine;
+        the blocking model's rps does not move with the connections."""
+        done = self.graded("01", {**GOOD_SHEETS["01"], "async_rps_2000": "19650", "async_rps": "1200"})
+        self.assertEqual(done.returncode, 1, done.stdout)
+        self.assertIn("async_rps_2000 = 19650: INCONSISTENT with 10 * async_rps = 12000", done.stdout)
+        done = self.graded("01", {**GOOD_SHEETS["01"], "blocking_rps_2000": "520"})
+        self.assertIn("blocking_rps_2000 = 520: INCONSISTENT with blocking_rps = 612", done.stdout)
+
+    def test_quoted_output_that_holds_the_value_up_passes(self) -> None:
+        quotes = {"async_rps": report(200, 9925, "1985.0"), "async_rps_2000": report(2000, 98250, "19650.0")}
+        done = self.graded("01", GOOD_SHEETS["01"], quotes)
+        self.assertEqual(done.returncode, 0, done.stdout)
+        self.assertIn("2 measurements checked against the output quoted under them; 4 quote nothing", done.stdout)
+
+    def test_quoted_output_that_does_not_hold_the_value_up_fails(self) -> None:
+        cases = {
+            "1985 is nowhere in the lines quoted under it": report(200, 9000, "1800.0"),
+            "9000 requests in 5 s are 1800.0 rps, not 1985.0": report(200, 9000, "1985.0"),
+            "the quoted run had 3 errors": report(200, 9925, "1985.0", errors=3),
+            "the quoted run had 2000 connections; this measurement is at 200": report(2000, 9925, "1985.0"),
+        }
+        for message, lines in cases.items():
+            with self.subTest(message=message):
+                done = self.graded("01", GOOD_SHEETS["01"], {"async_rps": lines})
+                self.assertEqual(done.returncode, 1, done.stdout)
+                self.assertIn("async_rps = 1985: THE QUOTED OUTPUT DOES NOT HOLD IT UP", done.stdout)
+                self.assertIn(message, done.stdout)
+
+    def test_every_committed_reference_grades_clean(self) -> None:
+        """What --student says of each committed reference sheet: 0 wrong, 0 disagree, nothing
+        past a bound, every measurement held up by the output quoted under it."""
+        folder = os.path.join(TOOLS, "..", "..", "results", "exercises")
+        for name in sorted(os.listdir(folder)):
+            with self.subTest(reference=name):
+                done = self.run_tool("--student", os.path.join(folder, name))
+                self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+                self.assertIn(" 0 wrong; ", done.stdout)
+                self.assertIn(" 0 disagree, 0 not from a run; 0 not filled in", done.stdout)
+                self.assertNotIn("quote nothing", done.stdout)
 
     def test_a_sheet_without_its_exercise_line_is_refused(self) -> None:
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
