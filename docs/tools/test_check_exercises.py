@@ -271,6 +271,17 @@ class CheckExercisesTest(unittest.TestCase):
         self.assertEqual(code, 1, out)
         self.assertIn("that the sheet of docs/exercises/01-first.md does not ask", out)
 
+    def test_a_reference_that_does_not_grade_clean_fails(self) -> None:
+        """A committed reference whose measurement disagrees with the page's answers: the page's
+        prediction or its method is wrong, and the test says to fix one and run it again."""
+        self.tree.write("docs/exercises/01-first.md", page(GOOD_CHECK))
+        self.tree.write("results/exercises/01-first.txt", REFERENCE.replace("rps: 40", "rps: 20"))
+        code, out = self.tree.check()
+        self.assertEqual(code, 1, out)
+        self.assertIn("results/exercises/01-first.txt does not grade clean against docs/exercises/01-first.md "
+                      "(0 wrong, 1 disagree, 0 not from a run)", out)
+        self.assertIn("rps = 20: DISAGREES with your ceiling", out)
+
     def test_a_reference_block_that_measures_no_sheet_key_fails(self) -> None:
         self.tree.write("docs/exercises/01-first.md", page(GOOD_CHECK, sheet=GOOD_SHEET.replace("?P<rps>", "?P<speed>")))
         code, out = self.tree.check()
@@ -291,6 +302,7 @@ class CheckExercisesTest(unittest.TestCase):
         self.assertIn("\nceiling: 40\n", written)
         self.assertIn("\nrps: 40\n", written)
         self.assertIn("#  rps = 40: agrees with your ceiling", written)
+        self.assertIn("\nrps: 40\n> tool: 40 connections to ", written, "the line it was read from, quoted")
 
     def test_a_missing_build_is_skipped_not_failed(self) -> None:
         self.tree.write("docs/exercises/01-first.md", page(GOOD_CHECK))
