@@ -11,6 +11,8 @@
     charts      writing a chart: save() refuses one whose texts overlap, leave the figure or
                 cover a data marker (layout_problems()); every chart writer saves through it
     parsers     what wrk and `strace -c` print, as figures
+    rounds      the order a round takes its servers in (shuffle, rotate, alternate)
+    tools/      the tools, each a module with main(); harness/NAME runs it (nothing here imports one)
 
 Orchestration is Python (Debian's /usr/bin/python3, standard library only; charts need its
 python3-matplotlib); cm-load and cm-micro are the C++ instruments. docs/architecture.md says why.

@@ -30,6 +30,7 @@ import math
 
 from . import results, stats
 from .price import Runner, rows_for
+from .rounds import order as round_order
 
 KNEE_FACTOR = 10
 HALF = 50  # % of capacity: where the CPU per request is quoted
@@ -48,7 +49,7 @@ class LatencyRunner(Runner):
         p = self.profile
         for rnd in range(p.rounds):
             series = [(t, row) for t in self.priced() for row in rows_for(t, p.rows)]
-            self.rng.shuffle(series)
+            series = round_order(series, rnd, p.rounds, "shuffle", self.rng)
             self.orders.append([f"{t.label} {row.key}" for t, row in series])
             for t, row in series:
                 self.curve(t, row, rnd)
@@ -69,7 +70,7 @@ class LatencyRunner(Runner):
         if not cap.ok or not cap.rps:
             return
         shares = list(p.rates_percent)
-        self.rng.shuffle(shares)
+        shares = round_order(shares, rnd, p.rounds, "shuffle", self.rng)
         for pct in shares:
             rate = cap.rps * pct / 100
             self.log(f"round {rnd + 1}/{p.rounds}: {target.label} {row.label()}: {pct:g}% "

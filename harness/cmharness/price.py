@@ -39,6 +39,7 @@ import time
 
 from . import ceilings, load, memory, proc, profiles, stats, validate
 from .ceilings import Ceilings
+from .rounds import order as round_order
 from .servers import Server, find_program, kind_of
 
 #: A round whose rps passes its ceiling by more than this share is a defect of the measurement.
@@ -390,7 +391,7 @@ class Runner:
     def sprint(self, rnd):
         order = [t for t in self.priced() if self.ceiling_row in rows_for(t, self.profile.rows)
                  and self.ceiling_source(t) is t]
-        self.rng.shuffle(order)
+        order = round_order(order, rnd, self.profile.ceiling_rounds, "shuffle", self.rng)
         self.orders.append([t.label for t in order])
         for t in order:
             self.log(f"sprint {rnd + 1}/{self.profile.ceiling_rounds}: {t.label} "
@@ -404,7 +405,7 @@ class Runner:
     def row_round(self, row, rnd, only=None):
         order = [t for t in self.priced() if row in rows_for(t, self.profile.rows)
                  and not self.is_ceiling(t, row) and (only is None or t.label in only)]
-        self.rng.shuffle(order)
+        order = round_order(order, rnd, self.profile.rounds, "shuffle", self.rng)
         for t in order:
             which = f"{rnd + 1}/{self.profile.rounds}" if only is None else \
                 f"{rnd + 1} (more, up to {self.profile.max_rounds})"

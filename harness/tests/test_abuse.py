@@ -6,11 +6,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import argparse  # noqa: E402
-import importlib.machinery  # noqa: E402
 import unittest  # noqa: E402
 
-HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-abuse = importlib.machinery.SourceFileLoader("abuse", os.path.join(HARNESS, "abuse")).load_module()
+from cmharness.tools import abuse  # noqa: E402
 
 HEAD = "Seconds,Closed,Pending,Connected,Service Available\n"
 

@@ -8,13 +8,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import asyncio  # noqa: E402
 import contextlib  # noqa: E402
-import importlib.machinery  # noqa: E402
 import io  # noqa: E402
 import re  # noqa: E402
 import unittest  # noqa: E402
 
-HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-burst = importlib.machinery.SourceFileLoader("burst", os.path.join(HARNESS, "burst")).load_module()
+from cmharness.tools import burst  # noqa: E402
 
 
 class DelaysFor(unittest.TestCase):

@@ -7,8 +7,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import glob  # noqa: E402
-import importlib.machinery  # noqa: E402
-import importlib.util  # noqa: E402
+import importlib  # noqa: E402
 import tempfile  # noqa: E402
 import unittest  # noqa: E402
 
@@ -22,17 +21,12 @@ try:
 except ImportError:  # the python3 first on PATH may have no matplotlib; Debian's has
     raise unittest.SkipTest("no matplotlib here: run with /usr/bin/python3")
 
-HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "results")
 
 
 def tool(name):
-    """A harness tool (a file without a suffix) as a module."""
-    loader = importlib.machinery.SourceFileLoader(name.replace("-", "_"),
-                                                  os.path.join(HARNESS, name))
-    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
-    loader.exec_module(module)
-    return module
+    """A harness tool as a module: harness/NAME runs cmharness/tools/NAME.py."""
+    return importlib.import_module("cmharness.tools." + name.replace("-", "_"))
 
 
 def figure():

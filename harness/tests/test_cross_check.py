@@ -11,21 +11,15 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
-import importlib.machinery  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import types  # noqa: E402
 import unittest  # noqa: E402
-import warnings  # noqa: E402
 
 from cmharness import ROOT, stats  # noqa: E402
 
-HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", DeprecationWarning)  # load_module: the tool has no .py suffix
-    cc = importlib.machinery.SourceFileLoader(
-        "cross_check", os.path.join(HARNESS, "cross-check")).load_module()
+from cmharness.tools import cross_check as cc  # noqa: E402
 
 
 def args(**changes):

@@ -10,19 +10,13 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import argparse  # noqa: E402
-import importlib.machinery  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
 import unittest  # noqa: E402
-import warnings  # noqa: E402
 
 from cmharness import stats  # noqa: E402
 
-HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", DeprecationWarning)  # load_module: the tool has no .py suffix
-    report = importlib.machinery.SourceFileLoader(
-        "micro_report", os.path.join(HARNESS, "micro", "report")).load_module()
+from cmharness.tools import micro_report as report  # noqa: E402
 
 
 def benchmark(name, real, cpu, unit="ns", aggregates=True, repetitions=True):

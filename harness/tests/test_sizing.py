@@ -1,7 +1,6 @@
 """harness/size and cmharness.sizing: the ceilings of a service from committed rows, which binds,
 the rps and memory to expect, and where each figure comes from. Nothing is measured here."""
 import contextlib
-import importlib.machinery
 import io
 import json
 import os
@@ -14,7 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from cmharness import sizing  # noqa: E402
 
 HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-size_tool = importlib.machinery.SourceFileLoader("size_tool", os.path.join(HARNESS, "size")).load_module()
+from cmharness.tools import size as size_tool  # noqa: E402
 
 
 def row(connections, rps, cpu_ceiling, cpu_us, rss_kib, eff, bound, path="/delay/{ms}", ceiling_row=False):

@@ -6,7 +6,6 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import contextlib  # noqa: E402
-import importlib.machinery  # noqa: E402
 import io  # noqa: E402
 import math  # noqa: E402
 import tempfile  # noqa: E402
@@ -15,8 +14,7 @@ import unittest  # noqa: E402
 from cmharness import load  # noqa: E402
 from cmharness.servers import Readings  # noqa: E402
 
-HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-soak = importlib.machinery.SourceFileLoader("soak", os.path.join(HARNESS, "soak")).load_module()
+from cmharness.tools import soak  # noqa: E402
 
 
 def samples(seconds, rss_of, fds=100):

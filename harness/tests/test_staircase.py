@@ -6,15 +6,12 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import argparse  # noqa: E402
-import importlib.machinery  # noqa: E402
 import tempfile  # noqa: E402
 import unittest  # noqa: E402
 
 from cmharness import timeline  # noqa: E402
 
-HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-staircase = importlib.machinery.SourceFileLoader(
-    "staircase", os.path.join(HARNESS, "staircase")).load_module()
+from cmharness.tools import staircase  # noqa: E402
 
 
 class Summarise(unittest.TestCase):

@@ -1,17 +1,12 @@
 """Unit tests of harness/micro/timers: cm-micro's timer benchmarks read into figures per model,
 operation and size, and the table it writes. Nothing is run (results/timers/ is the real run)."""
-import importlib.machinery
 import os
 import sys
 import unittest
-import warnings
 
 HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, HARNESS)
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", DeprecationWarning)  # load_module: the tool has no .py suffix
-    timers = importlib.machinery.SourceFileLoader(
-        "timers", os.path.join(HARNESS, "micro", "timers")).load_module()
+from cmharness.tools import micro_timers as timers  # noqa: E402
 
 
 def bench(name, cpu, unit="ns", **more):

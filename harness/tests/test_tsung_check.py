@@ -9,16 +9,10 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import importlib.machinery  # noqa: E402
 import unittest  # noqa: E402
-import warnings  # noqa: E402
 import xml.etree.ElementTree as ET  # noqa: E402
 
-HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", DeprecationWarning)  # load_module: the tool has no .py suffix
-    tc = importlib.machinery.SourceFileLoader(
-        "tsung_check", os.path.join(HARNESS, "tsung-check")).load_module()
+from cmharness.tools import tsung_check as tc  # noqa: E402
 
 HEADER = "#date;pid;id;http method;host;URL;HTTP status;size;duration;transaction;match;error;tag"
 

@@ -5,12 +5,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import importlib.machinery  # noqa: E402
 import unittest  # noqa: E402
 
-HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-waiting_cost = importlib.machinery.SourceFileLoader(
-    "waiting_cost", os.path.join(HARNESS, "waiting-cost")).load_module()
+from cmharness.tools import waiting_cost  # noqa: E402
 
 
 from cmharness import memory  # noqa: E402
