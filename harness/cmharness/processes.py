@@ -137,3 +137,17 @@ def run(argv, cpus=(), *, timeout=None, check=True, env=None):
         raise RuntimeError(f"{shlex.join(argv)}: {describe(p.returncode)}: "
                            f"{(err or out).strip()[-2000:]}")
     return done
+
+
+def shown(argv, cpus=(), replace=()):
+    """A command as a page shows it, for a reader to type: `taskset -c CPUS` first when it ran
+    pinned, the repository's paths relative to it, and each (text, placeholder) of `replace` put
+    in -- a run's own port, pid or scratch folder, which the reader's run will not share."""
+    from . import ROOT
+
+    words = [os.path.relpath(a, ROOT) if a.startswith(ROOT + "/") else a for a in map(str, argv)]
+    if cpus:
+        words = ["taskset", "-c", ",".join(str(c) for c in cpus)] + words
+    for old, new in replace:
+        words = [w.replace(old, new) for w in words]
+    return shlex.join(words)

@@ -43,3 +43,16 @@ class Run(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Shown(unittest.TestCase):
+    def test_a_command_as_a_reader_types_it(self):
+        from cmharness import ROOT
+        argv = [os.path.join(ROOT, "build", "bin", "cm-load"), "http://127.0.0.1:40123/delay/100",
+                "--json", "/tmp/x y/out.json"]
+        self.assertEqual(processes.shown(argv, cpus=(1,), replace=[("127.0.0.1:40123", "127.0.0.1:PORT"),
+                                                                  ("/tmp/x y/out.json", "out.json")]),
+                         "taskset -c 1 build/bin/cm-load http://127.0.0.1:PORT/delay/100 --json out.json")
+
+    def test_unpinned_and_outside_the_repository_left_as_is(self):
+        self.assertEqual(processes.shown(["/usr/bin/wrk", "-t1", 2]), "/usr/bin/wrk -t1 2")
