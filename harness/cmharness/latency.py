@@ -96,19 +96,20 @@ def window_json(m, percent):
         return out
     r = m.result
     lat = r.overshoot_us if r.delay_mean_ms > 0 else r.latency_us
-    ol = r.raw.get("open_loop") or {}
+    ol = r.open_loop
     out.update({
         "capacity_rps": m.cpu_ceiling_rps if percent is not None else r.rps,
-        "offered_rps": ol.get("rate"), "rps": r.rps, "requests": r.requests,
-        "rate_ratio": ol.get("rate_ratio"), "valid": ol.get("valid", True),
-        "late": ol.get("late"), "due": ol.get("offered"), "backlog_max": ol.get("backlog_max"),
+        "offered_rps": ol.rate if ol else None, "rps": r.rps, "requests": r.requests,
+        "rate_ratio": ol.rate_ratio if ol else None, "valid": ol.valid if ol else True,
+        "late": ol.late if ol else None, "due": ol.offered if ol else None,
+        "backlog_max": ol.backlog_max if ol else None,
         "p50_ms": lat.p50 / 1000, "p99_ms": lat.p99 / 1000, "p999_ms": lat.p999 / 1000,
         "max_ms": lat.max / 1000,
-        "own_lag_p99_ms": ol["pace_lag_us"]["p99"] / 1000 if ol else None,
+        "own_lag_p99_ms": ol.pace_lag_us["p99"] / 1000 if ol else None,
         "cpu_us_per_request": m.server_cpu_s * 1e6 / r.requests if r.requests else None,
         "server_busy": m.server_busy, "load_busy": m.load_busy, "steal": m.steal,
         "errors_total": r.errors_total, "errors": r.errors,
-        "load": load_kept(r.raw)})
+        "load": load_kept(r)})
     return out
 
 
@@ -121,12 +122,17 @@ LOAD_KEPT = ("latency_us", "connect_failures", "connections_open", "starved_conn
              "client_cpu_s", "client_spin_s")
 
 
-def load_kept(raw):
-    kept = {k: raw[k] for k in LOAD_KEPT if k in raw}
-    open_loop = raw.get("open_loop") or {}
-    for key in ("pace_lag_us", "unsent", "arrival"):
-        if key in open_loop:
-            kept[key] = open_loop[key]
+def load_kept(result):
+    """Of one cm-load run (load.LoadResult), what a window keeps: LOAD_KEPT and, open loop, the
+    lag, the unsent and the arrival process."""
+    kept = {k: result.kept[k] for k in LOAD_KEPT if k in result.kept}
+    ol = result.open_loop
+    if ol is not None:
+        kept["pace_lag_us"] = ol.pace_lag_us
+        if ol.unsent is not None:
+            kept["unsent"] = ol.unsent
+        if ol.arrival is not None:
+            kept["arrival"] = ol.arrival
     return kept
 
 

@@ -27,6 +27,37 @@ class Percentiles:
 
 
 @dataclasses.dataclass
+class OpenLoop:
+    """What an open-loop run (cm-load --rate) adds: the rate asked and kept, the requests due and
+    how many went late, cm-load's own lag behind its schedule (harness/load/README.md, "Open loop")."""
+
+    rate: float
+    rate_ratio: float | None  # answered / due
+    valid: bool  # cm-load kept its schedule (its own lag within bounds)
+    late: int | None
+    offered: int | None  # requests due in the window
+    backlog_max: int | None
+    pace_lag_us: dict  # cm-load's own lag behind the schedule: mean, p50, p99, ...
+    unsent: int | None
+    arrival: str | None  # constant or poisson
+
+    @classmethod
+    def of(cls, d):
+        """From the "open_loop" object of cm-load's JSON; None for a closed-loop run."""
+        if not d:
+            return None
+        return cls(rate=float(d["rate"]), rate_ratio=d.get("rate_ratio"), valid=d.get("valid", True),
+                   late=d.get("late"), offered=d.get("offered"), backlog_max=d.get("backlog_max"),
+                   pace_lag_us=d.get("pace_lag_us") or {}, unsent=d.get("unsent"),
+                   arrival=d.get("arrival"))
+
+
+#: What cm-load writes only so that runs can be merged (`cm-load merge`): every histogram bucket and
+#: every connection's count, thousands of numbers a round. A results file keeps the figures.
+MERGE_ONLY = ("histograms", "slot_answers")
+
+
+@dataclasses.dataclass
 class LoadResult:
     """One cm-load run, typed. Latencies and overshoots in microseconds, as cm-load writes them."""
 
@@ -50,7 +81,11 @@ class LoadResult:
     overshoot_us: Percentiles
     client_cpu_s: float
     client_spin_s: float
-    raw: dict
+    responses_total: int | None  # correct answers over the whole run (connect and warm-up too)
+    threads: int  # cm-load's --threads (its event loops)
+    stagger_s: float  # how long the connections' first requests were spread over (--stagger)
+    open_loop: OpenLoop | None
+    kept: dict  # the JSON as a results file keeps it: all of it but MERGE_ONLY
 
     @classmethod
     def from_json(cls, d):
@@ -77,7 +112,11 @@ class LoadResult:
             latency_us=Percentiles.of(d["latency_us"]),
             overshoot_us=Percentiles.of(d["overshoot_us"]),
             client_cpu_s=float(d["client_cpu_s"]), client_spin_s=float(d.get("client_spin_s", 0)),
-            raw=d)
+            responses_total=None if d.get("responses_total") is None else int(d["responses_total"]),
+            threads=int(d.get("threads", 1)),
+            stagger_s=float(d.get("stagger_ms") or 0) / 1000 if d.get("stagger") else 0.0,
+            open_loop=OpenLoop.of(d.get("open_loop")),
+            kept={k: v for k, v in d.items() if k not in MERGE_ONLY})
 
     @classmethod
     def read(cls, path):
@@ -89,18 +128,6 @@ class LoadResult:
         """Little's law: rps x mean latency, the connections that had a request in flight on
         average (a closed loop keeps one in flight on each connection it serves)."""
         return self.rps * self.latency_us.mean / 1e6
-
-    @property
-    def responses_total(self):
-        """Correct answers over the whole run (connect phase and warm-up too, not only the
-        window); None when cm-load did not write it."""
-        n = self.raw.get("responses_total")
-        return None if n is None else int(n)
-
-    @property
-    def threads(self):
-        """cm-load's --threads (its event loops); 1 when cm-load did not write it."""
-        return int(self.raw.get("threads", 1))
 
     @property
     def client_work_s(self):
@@ -177,7 +204,7 @@ def run(argv, json_path, *, cpus=(), log_path, limit_s, on_poll=None, poll_s=0.0
     result = LoadResult.read(json_path) if os.path.exists(json_path) else None
     window = None
     if result is not None:
-        start = (opened + _stagger_s(result) + result.warmup_s) if opened is not None else \
+        start = (opened + result.stagger_s + result.warmup_s) if opened is not None else \
             exited - result.duration_s
         window = (start, start + result.duration_s)
     return LoadRun(result, status, window, tail(log_path), exited - t0)
@@ -256,10 +283,6 @@ def run_parts(argvs, json_paths, merged_path, *, window_at_s, cpus=(), log_prefi
         else:
             tails += f" || cm-load merge: {(done.stderr or done.stdout).strip()[-300:]}"
     return LoadRun(result, status, window, tails, time.monotonic() - t0)
-
-
-def _stagger_s(result):
-    return float(result.raw.get("stagger_ms") or 0) / 1000 if result.raw.get("stagger") else 0.0
 
 
 def _read(path):

@@ -43,18 +43,8 @@ def measurement_json(m):
            "server_busy": m.server_busy, "load_busy": m.load_busy,
            "rss_before_kib": m.rss_before_kib, "peak_rss_kib": m.peak_rss_kib, "steal": m.steal,
            "others": m.others, "load_average_1m": m.load_average,
-           "notes": [{"kind": k, "text": t} for k, t in m.notes], "load": kept_of_load(r.raw) if r else None}
+           "notes": [{"kind": k, "text": t} for k, t in m.notes], "load": r.kept if r else None}
     return out
-
-
-#: What cm-load writes only so that runs can be merged (`cm-load merge`): every histogram bucket and
-#: every connection's count, thousands of numbers a round. A results file keeps the figures.
-MERGE_ONLY = ("histograms", "slot_answers")
-
-
-def kept_of_load(raw):
-    """cm-load's JSON as a results file keeps it: without MERGE_ONLY."""
-    return {k: v for k, v in raw.items() if k not in MERGE_ONLY}
 
 
 def _per_request_ms(m):

@@ -117,7 +117,7 @@ class TheFile(unittest.TestCase):
 
     def test_a_window_keeps_the_latency_its_own_lag_and_not_all_of_cm_loads_json(self):
         raw = dict(AWindow.DOC, answers_per_connection={"min": 1}, window_ns={"start": 0})
-        kept = latency.load_kept(raw)
+        kept = latency.load_kept(load.LoadResult.from_json(raw))
         self.assertEqual(set(kept), {"latency_us", "connect_failures", "connections_open",
                                      "starved_connections", "client_cpu_s", "pace_lag_us",
                                      "unsent"})

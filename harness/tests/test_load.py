@@ -53,6 +53,34 @@ class Threads(unittest.TestCase):
 
 
 
+class KeptAndOpenLoop(unittest.TestCase):
+    DOC = ResponsesTotalAndStopWhen.DOC
+
+    def test_a_results_file_keeps_cm_loads_figures_not_its_merge_data(self):
+        doc = dict(self.DOC, histograms={"latency_us": {"buckets": [[1, 2]] * 1000}},
+                   slot_answers=[3] * 1000)
+        kept = load.LoadResult.from_json(doc).kept
+        self.assertEqual(kept, self.DOC)
+        self.assertIn("histograms", doc)  # the run's own document is left whole
+
+    def test_a_closed_loop_run_has_no_open_loop_record(self):
+        self.assertIsNone(load.LoadResult.from_json(self.DOC).open_loop)
+
+    def test_an_open_loop_run_is_read_into_its_typed_record(self):
+        ol = {"rate": 500.0, "rate_ratio": 0.99, "valid": True, "late": 3, "offered": 1000,
+              "backlog_max": 2, "pace_lag_us": {"p99": 40}, "unsent": 0, "arrival": "poisson"}
+        r = load.LoadResult.from_json(dict(self.DOC, open_loop=ol))
+        self.assertEqual(r.open_loop, load.OpenLoop(rate=500.0, rate_ratio=0.99, valid=True, late=3,
+                                                    offered=1000, backlog_max=2,
+                                                    pace_lag_us={"p99": 40}, unsent=0,
+                                                    arrival="poisson"))
+
+    def test_the_stagger_counts_only_when_cm_load_staggered(self):
+        self.assertEqual(load.LoadResult.from_json(dict(self.DOC, stagger_ms=250)).stagger_s, 0.0)
+        self.assertEqual(load.LoadResult.from_json(dict(self.DOC, stagger=True, stagger_ms=250))
+                         .stagger_s, 0.25)
+
+
 class Parts(unittest.TestCase):
     """A row too big for one cm-load process: how it is split, and the addresses each part uses."""
 

@@ -27,15 +27,6 @@ class WritePage(unittest.TestCase):
                 self.assertEqual(json.load(f), {"provenance": {"trees": {}}})
 
 
-class KeptOfLoad(unittest.TestCase):
-    def test_a_results_file_keeps_cm_loads_figures_not_its_merge_data(self):
-        raw = {"tool": "cm-load", "rps": 5.0, "latency_us": {"p99": 7},
-               "histograms": {"latency_us": {"buckets": [[1, 2]] * 1000}}, "slot_answers": [3] * 1000}
-        kept = results.kept_of_load(raw)
-        self.assertEqual(kept, {"tool": "cm-load", "rps": 5.0, "latency_us": {"p99": 7}})
-        self.assertIn("histograms", raw)  # the run's own file is left whole
-
-
 class Blocks(unittest.TestCase):
     """A section of a page another tool writes: results/loadgen.md's tsung section survives
     cross-check rewriting the page, and tsung-check rewrites only its own section."""
