@@ -321,7 +321,7 @@ def write_json(path, a, t, s, meta):
                "flat": t.flat, "same_minute": t.same_minute,
                "fds_second_minute": whole(t.fds_second), "fds_last_minute": whole(t.fds_last),
                "server_alive_at_end": s.server_alive, "meta": meta,
-               "load": result.raw if result else None}
+               "load": result.kept if result else None}
     with open(path, "w") as f:
         json.dump(summary, f, indent=1)
 
