@@ -246,14 +246,7 @@ def document_rows(runner):
                            for pct in p.rates_percent],
                 "capacity_rounds": curve["capacity"],
                 "rounds": [w for pct in p.rates_percent for w in curve["points"][pct]]})
-        v = runner.validations.get(t.label)
-        targets.append({"name": t.name, "server": t.name, "variant": t.variant.name,
-                        "label": t.label, "kind": t.kind,
-                        "threads": runner.threads.get(t.label, ""),
-                        "priced": t.label not in runner.refused,
-                        "refused": runner.refused.get(t.label, ""),
-                        "validation": {"ok": v.ok, "failure": v.failure, "passed": v.passed}
-                        if v else None, "rows": rows})
+        targets.append(results.target_json(runner, t, rows))
     return targets
 
 

@@ -211,20 +211,24 @@ def add_variant_pairs(doc):
     return added
 
 
+def target_json(runner, t, rows):
+    """One server's record in results.json (every profile kind): who it is, how it ran, whether
+    it passed validation and was priced, and its rows."""
+    v = runner.validations.get(t.label)
+    return {"name": t.name, "server": t.name, "variant": t.variant.name, "label": t.label,
+            "kind": t.kind, "threads": runner.threads.get(t.label, ""),
+            "priced": t.label not in runner.refused, "refused": runner.refused.get(t.label, ""),
+            "validation": {"ok": v.ok, "failure": v.failure, "passed": v.passed} if v else None,
+            "rows": rows}
+
+
 def document(runner, meta, skipped):
     targets = []
     for t in runner.targets:
         rows = [row_json(t, r, runner.measurements[(t.label, r.key)])
                 for r in runner.profile.rows if (t.label, r.key) in runner.measurements]
-        v = runner.validations.get(t.label)
-        targets.append({"name": t.name, "server": t.name, "variant": t.variant.name,
-                        "label": t.label,
-                        "kind": t.kind, "threads": runner.threads.get(t.label, ""),
-                        "priced": t.label not in runner.refused,
-                        "refused": runner.refused.get(t.label, ""),
-                        "validation": {"ok": v.ok, "failure": v.failure, "passed": v.passed}
-                        if v else None, "rows": rows,
-                        "waiting_cost": _waiting_cost(runner, t.label)})
+        targets.append(dict(target_json(runner, t, rows),
+                            waiting_cost=_waiting_cost(runner, t.label)))
     doc = {"schema": SCHEMA, "meta": meta, "skipped": skipped, "targets": targets,
            "claims": claims(runner)}
     add_variant_pairs(doc)
