@@ -69,8 +69,11 @@ import time
 from dataclasses import dataclass, field
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                "harness"))
 import doclib  # noqa: E402
 import sheets  # noqa: E402
+from cmharness.servers import Server  # noqa: E402
 
 EXERCISES = os.path.join("docs", "exercises")
 CHECK_BLOCK = re.compile(r"<!--\s*check\b:?(?P<title>[^\n]*)\n(?P<body>.*?)-->", re.S)
@@ -145,7 +148,7 @@ class Runner:
     def __init__(self, root: str, bin_dir: str):
         self.root = root
         self.bin_dir = bin_dir
-        self.servers: list[subprocess.Popen] = []
+        self.servers: list[Server] = []
         self.helps = doclib.ToolHelp(root, bin_dir)
         self._models: list[str] | None = None
 
@@ -164,42 +167,25 @@ class Runner:
         """The tool's --help, or None when it is missing (doclib.ToolHelp, shared with check_names)."""
         return self.helps.help_of(tool)
 
-    def start_server(self, cmd: str, work: str, name: str) -> tuple[subprocess.Popen, str, str]:
-        port_file = os.path.join(work, f"{name}.port")
-        log = os.path.join(work, f"{name}.log")
-        argv = shlex.split(self.localise(cmd)) + ["--port", "0", "--port-file", port_file]
-        with open(log, "w") as out:
-            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=self.root,
-                                    start_new_session=True)
-        self.servers.append(proc)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if os.path.exists(port_file):
-                with open(port_file) as f:
-                    port = f.read().strip()
-                if port:
-                    return proc, port, log
-            if proc.poll() is not None:
-                break
-            time.sleep(0.02)
-        with open(log) as f:
-            raise RuntimeError(f"server {name} did not start: `{cmd}`\n{f.read()}")
+    def start_server(self, cmd: str, work: str, name: str) -> Server:
+        """The page's server command, started as the harness starts one (cmharness.servers:
+        --port 0 and a port file, its output in its own log), from the repository's root."""
+        try:
+            server = Server(name, argv=shlex.split(self.localise(cmd)), workdir=work, cwd=self.root)
+        except RuntimeError as e:
+            raise RuntimeError(f"server {name} did not start: `{cmd}`\n{e}") from None
+        self.servers.append(server)
+        return server
 
-    def stop_server(self, proc: subprocess.Popen) -> None:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait()
-        if proc in self.servers:
-            self.servers.remove(proc)
+    def stop_server(self, server: Server) -> None:
+        server.stop(grace=5.0)
+        if server in self.servers:
+            self.servers.remove(server)
 
     def stop_all(self) -> None:
-        for proc in list(self.servers):
+        for server in list(self.servers):
             try:
-                self.stop_server(proc)
+                self.stop_server(server)
             except OSError:
                 pass
 
@@ -245,9 +231,10 @@ class Runner:
             try:
                 for kind, name, text in check.steps:
                     if kind == "server":
-                        proc, port, log = self.start_server(fill(text), work, name)
-                        ports[name], pids[name] = port, str(proc.pid)
-                        servers.append((name, proc, log))
+                        server = self.start_server(fill(text), work, name)
+                        port = str(server.port)
+                        ports[name], pids[name] = port, str(server.pid)
+                        servers.append((name, server, server.log_path))
                         transcript.append(f"$ {fill(text)} --port 0 &    # port {port}")
                     elif kind == "run":
                         cmd = fill(text)

@@ -38,7 +38,7 @@ s = socket.socket()
 s.bind(("127.0.0.1", 0))
 s.listen()
 print("fake cm-server listening", flush=True)
-open(args[args.index("--port-file") + 1], "w").write(str(s.getsockname()[1]))
+open(args[args.index("--port-file") + 1], "w").write(str(s.getsockname()[1]) + chr(10))
 open(os.environ.get("FAKE_PID_FILE", "/dev/null"), "w").write(str(os.getpid()))
 while True:
     time.sleep(1)

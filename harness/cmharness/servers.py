@@ -85,12 +85,16 @@ class Server:
     picked free). `threads`: an async model's loops or the blocking model's workers (default:
     cm-server's own); `pool`: an async model's --blocking-threads; `args`: more cm-server
     arguments (a variant's --offload, --wait-mode, ...); `env`: more environment variables;
-    `program`: the cm-server executable to run instead of bin_dir's (a wrapper script, say)."""
+    `program`: the cm-server executable to run instead of bin_dir's (a wrapper script, say);
+    `argv`: a whole command line to run as it is written (a page's own, which the docs' checker
+    runs), instead of one built from the other arguments; `cwd`: where it runs."""
 
     def __init__(self, name, *, cpus=(), threads=None, pool=None, args=(), bin_dir=None,
-                 workdir=None, env=None, settle_s=0.0, program=None):
+                 workdir=None, env=None, settle_s=0.0, program=None, argv=None, cwd=None):
         self.name = name
         self.program = program
+        self.given_argv = list(argv) if argv is not None else None
+        self.cwd = cwd
         self.kind = kind_of(name)
         self.dir = tempfile.mkdtemp(prefix=f"cm-{name}-", dir=workdir)
         self.log_path = os.path.join(self.dir, "server.log")
@@ -114,7 +118,9 @@ class Server:
 
     def _start_with_port_file(self, threads, pool, args, bin_dir, env):
         port_file = os.path.join(self.dir, "port")
-        if self.name == "node":
+        if self.given_argv is not None:
+            argv = list(self.given_argv)
+        elif self.name == "node":
             node = find_program("node")
             if not node:
                 raise RuntimeError("node is not installed (scripts/install-deps installs nodejs)")
@@ -132,7 +138,7 @@ class Server:
         argv += ["--port", "0", "--port-file", port_file]
         self.command = argv
         with open(self.log_path, "w") as log:
-            self.proc = processes.start(argv, self.cpus, stdout=log, stderr=log,
+            self.proc = processes.start(argv, self.cpus, stdout=log, stderr=log, cwd=self.cwd,
                                         env=dict(os.environ, **(env or {})))
         deadline = time.monotonic() + 15
         while True:
