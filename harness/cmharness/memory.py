@@ -174,4 +174,5 @@ def measure(name, waiting, *, loops=1, cpus=(), bin_dir=None, program=None, args
 
     if servers.kind_of(name) == "blocking":
         return measure_threads(name, waiting, server, **stop)
-    return measure_async(name, waiting, lambda: server(loops if name != "node" else None), **stop)
+    return measure_async(name, waiting, lambda: server(loops if name not in ("node", "nginx") else None),
+                         **stop)

@@ -40,7 +40,7 @@ import time
 from . import ceilings, load, memory, proc, profiles, stats, validate
 from .ceilings import Ceilings
 from .rounds import order as round_order
-from .servers import Server, find_program, kind_of
+from .servers import PACKAGE, PEERS, Server, kind_of, peer_answers, peer_program
 
 #: A round whose rps passes its ceiling by more than this share is a defect of the measurement.
 ABOVE_TOLERANCE = stats.ABOVE_TOLERANCE
@@ -126,11 +126,11 @@ class Measurement:
         return self.ok and not self.defect
 
 
-def plan_targets(profile, built, only=(), peers=True):
+def plan_targets(profile, built, only=(), peers=True, bin_dir=None):
     """The targets of a profile (models in each variant, then installed peers) and what was
     skipped, with why. `only` must name built models or peers."""
     for name in only:
-        if name not in built and name not in ("nginx", "node"):
+        if name not in built and name not in PEERS:
             raise profiles.ProfileError(
                 f'--models: "{name}" is not a built model (built: {", ".join(built)})')
     wanted = (lambda n: not only or n in only)
@@ -141,21 +141,17 @@ def plan_targets(profile, built, only=(), peers=True):
     for peer in profile.peers if peers else ():
         if not wanted(peer):
             continue
-        if find_program(peer):
+        if peer_program(peer, bin_dir):
             targets.append(Target(peer, profiles.Variant("-")))
         else:
-            package = "nginx-light" if peer == "nginx" else "nodejs"
-            skipped.append(f"{peer}: not installed (scripts/install-deps installs {package})")
+            skipped.append(f"{peer}: not installed (scripts/install-deps installs {PACKAGE[peer]})")
     return targets, skipped
 
 
 def rows_for(target, rows):
-    """nginx is priced on /plaintext only; node on /plaintext and /delay; a model on every row."""
-    if target.name == "nginx":
-        return [r for r in rows if r.path == "/plaintext"]
-    if target.name == "node":
-        return [r for r in rows if r.path == "/plaintext" or r.path.startswith("/delay/")]
-    return list(rows)
+    """The rows a target is priced on: a model and the Go and Tokio peers every row, nginx
+    /plaintext only, node /plaintext and /delay (servers.PEER_PATHS)."""
+    return [r for r in rows if peer_answers(target.name, r.path)]
 
 
 def waiting_threads(target, profile, settings, path):

@@ -20,6 +20,7 @@ import json
 import os
 
 from . import ROOT
+from .servers import PEERS
 
 PROFILES_DIR = os.path.join(ROOT, "harness", "profiles")
 CHARTS = ("bars", "sweep", "offload")
@@ -179,8 +180,8 @@ def parse(doc):
         raise ProfileError('models: "all" or "async"')
     p.peers = list(doc.get("peers", []))
     for peer in p.peers:
-        if peer not in ("nginx", "node"):
-            raise ProfileError(f'peers: "nginx" or "node", not "{peer}"')
+        if peer not in PEERS:
+            raise ProfileError(f'peers: one of {", ".join(PEERS)}, not "{peer}"')
     server = doc.get("server", {})
     _only(server, {"blocking_workers", "pool", "loops", "cpus"}, "server")
     p.blocking_workers = int(server.get("blocking_workers", p.blocking_workers))

@@ -157,6 +157,9 @@ def machine(bin_dir=None):
     u = platform.uname()
     nginx = first_line(["nginx", "-v"]) or first_line(["/usr/sbin/nginx", "-v"])
     node = first_line(["node", "--version"])
+    go = first_line(["/usr/bin/go", "version"])
+    tokio = _package_version("librust-tokio-dev")
+    hyper = _package_version("librust-hyper-dev")
     return {
         "cpu_model": _cpu_model(),
         "logical_cpus": os.cpu_count(),
@@ -174,7 +177,8 @@ def machine(bin_dir=None):
             "llhttp": _package_version("node-llhttp"),
         },
         "peers": {"nginx": nginx or "not installed", "node": f"node {node}" if node else
-                  "not installed"},
+                  "not installed", "go": go or "not installed",
+                  "tokio": f"librust-tokio-dev {tokio}, librust-hyper-dev {hyper}"},
     }
 
 

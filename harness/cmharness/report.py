@@ -578,6 +578,8 @@ HOLDS = {
     "libuv_callbacks": "a connection struct and its uv_timer_t",
     "uring_coro": "a coroutine frame and a timeout in the kernel (IORING_OP_TIMEOUT)",
     "node": "a closure and a setTimeout timer",
+    "go": "a parked goroutine (its stack) and a runtime timer",
+    "tokio": "a task (its future) and a timer-wheel entry",
 }
 
 

@@ -17,14 +17,35 @@ import time
 
 from . import ROOT, default_bin_dir, proc, processes
 
-PEERS = ("nginx", "node")
-PACKAGE = {"nginx": "nginx-light", "node": "nodejs"}
+PEERS = ("nginx", "node", "go", "tokio")
+PACKAGE = {"nginx": "nginx-light", "node": "nodejs", "go": "golang-go",
+           "tokio": "cargo and librust-tokio-dev"}
+#: The peers this build makes (harness/peers/CMakeLists.txt), beside cm-server in the bin folder.
+BUILT_PEERS = {"go": "go-peer", "tokio": "tokio-peer"}
+#: The routes a peer answers: nginx's config only /plaintext, node's script /plaintext and /delay;
+#: the Go and Tokio peers every route of the spec.
+PEER_PATHS = {"nginx": ("/plaintext",), "node": ("/plaintext", "/delay/")}
 
 
 def find_program(name):
     """An executable on PATH or in the sbin folders, or None."""
     path = os.environ.get("PATH", "") + ":/usr/sbin:/sbin:/usr/local/sbin"
     return shutil.which(name, path=path)
+
+
+def peer_program(name, bin_dir=None):
+    """The program that runs this peer, or None when it is not installed (nginx, node) or not
+    built (go-peer, tokio-peer: their toolchains were missing when the build ran)."""
+    if name in BUILT_PEERS:
+        path = os.path.join(bin_dir or default_bin_dir(), BUILT_PEERS[name])
+        return path if os.access(path, os.X_OK) else None
+    return find_program(name)
+
+
+def peer_answers(name, path):
+    """Whether a peer answers `path` (a route's path, "/delay/{ms}" or "/plaintext")."""
+    routes = PEER_PATHS.get(name)
+    return routes is None or any(path == r or path.startswith(r) for r in routes)
 
 
 def kind_of(name):
@@ -126,6 +147,8 @@ class Server:
                 raise RuntimeError("node is not installed (scripts/install-deps installs nodejs)")
             argv = [node, os.path.join(ROOT, "harness/peers/delay-server.js")]
             self.threads_label = "1 event loop"
+        elif self.name in BUILT_PEERS:
+            argv = self._built_peer_argv(threads, bin_dir)
         else:
             program = self.program or os.path.join(bin_dir or default_bin_dir(), "cm-server")
             argv = [program, "--model", self.name, "--host", "127.0.0.1"]
@@ -153,6 +176,24 @@ class Server:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{self.name} wrote no port within 15 s: {self.log_tail()}")
             time.sleep(0.01)
+
+    def _built_peer_argv(self, threads, bin_dir):
+        """go-peer (--threads: GOMAXPROCS) or tokio-peer (--threads 1: the current_thread
+        runtime; N: N workers), each with its runtime's own pool for /block."""
+        program = peer_program(self.name, bin_dir)
+        if not program:
+            raise RuntimeError(f"{BUILT_PEERS[self.name]} is not built (scripts/install-deps "
+                               f"installs {PACKAGE[self.name]}; then make build)")
+        argv = [program]
+        if threads is not None:
+            argv += ["--threads", str(threads)]
+        if self.name == "go":
+            self.threads_label = f"GOMAXPROCS {threads}" if threads else "GOMAXPROCS: all CPUs"
+        elif threads == 1:
+            self.threads_label = "current_thread runtime"
+        else:
+            self.threads_label = f"{threads or 'all CPUs'} workers"
+        return argv
 
     def _start_nginx(self):
         nginx = find_program("nginx")

@@ -169,7 +169,7 @@ def run_profile(p, args, out_dir):
     os.sched_setaffinity(0, s.load_cpus)
     built = built_models(s.bin_dir)
     only = [m for m in args.models.split(",") if m]
-    targets, skipped = plan_targets(p, built, only, args.peers == "on")
+    targets, skipped = plan_targets(p, built, only, args.peers == "on", args.bin_dir)
     meta = meta_for(p, s, args)
     if p.kind == "latency":
         meta.update(method=latency_report.method(p, s), rates_percent=p.rates_percent)
