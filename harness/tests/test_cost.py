@@ -1,6 +1,6 @@
-"""Unit tests of harness/cost's own parts: what it parses (wrk, h2load, strace, ss), its
-per-request arithmetic, its timings and round orders, and its report from a made-up run.
-Nothing is started and nothing measured.
+"""Unit tests of harness/cost's own parts: its per-request arithmetic, its timings and round
+orders, and its report from a made-up run (its parsers are in test_parsers). Nothing is started
+and nothing measured.
 
     /usr/bin/python3 -m unittest discover -s harness/tests
 """
@@ -14,13 +14,6 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from cmharness.tools import cost  # noqa: E402
 
-H2LOAD = """\
-finished in 2.00s, 48776.50 req/s, 6.05MB/s
-requests: 97809 total, 97809 started, 97553 done, 97550 succeeded, 256 failed, 4 errored, 2 timeout
-status codes: 97550 2xx, 0 3xx, 1 4xx, 2 5xx
-traffic: 12.10MB (12690000) total, 1.02MB (1070000) headers (space savings 0.00%), 1.21MB data
-"""
-
 STRACE = """\
 % time     seconds  usecs/call     calls    errors syscall
 ------ ----------- ----------- --------- --------- ----------------
@@ -32,36 +25,12 @@ STRACE = """\
 100.00    0.228000           2    101105       100 total
 """
 
-SS = """\
-0      0      127.0.0.1:40123 127.0.0.1:51000
-\t cubic wscale:7,7 rto:201 rtt:0.01/0.005 mss:32768 bytes_sent:1360 bytes_acked:1360 segs_out:10
-0      0      127.0.0.1:40123 127.0.0.1:51001
-\t cubic wscale:7,7 rto:201 rtt:0.01/0.005 mss:32768 bytes_sent:0 segs_out:1
-"""
-
-
 def settings(**changes):
     s = {"strace": True, "strace_duration": 0.4, "settle": 0.2, "duration": 1.0, "connections": 256,
          "delay_connections": 2000, "delay": 100, "blocking_workers": 0, "server_cpu": 0, "client_cpu": 1,
          "note": "", "bin_dir": "/nowhere"}
     s.update(changes)
     return s
-
-
-class Parsing(unittest.TestCase):
-    def test_h2load_counts_done_and_the_non_2xx(self):
-        r = cost.parse_h2load(H2LOAD)
-        self.assertEqual(r["requests"], 97553)  # done: answers of any status, not started
-        self.assertAlmostEqual(r["rps"], 48776.5)
-        self.assertEqual(r["errors"], {"failed": 256, "errored": 4, "timeout": 2, "non_2xx": 3})
-
-    def test_h2load_without_counts_is_an_error(self):
-        with self.assertRaises(RuntimeError):
-            cost.parse_h2load("finished in 2.00s, 1.00 req/s, 1B/s\n")
-
-    def test_ss_reads_bytes_acked_per_connection(self):
-        self.assertEqual(cost.parse_ss(SS), {("127.0.0.1:40123", "127.0.0.1:51000"): 1360,
-                                             ("127.0.0.1:40123", "127.0.0.1:51001"): 0})
 
 
 def snapshot(t, cpu_s, socks, switches=0, cost_s=0.01):

@@ -48,7 +48,7 @@ import time
 from cmharness import ROOT, default_bin_dir, proc, processes, provenance, stats
 from cmharness import load as cm_load
 from cmharness.rounds import order as round_order
-from cmharness.parsers import parse_strace, parse_wrk  # noqa: F401 (tests read them here)
+from cmharness.parsers import parse_h2load, parse_ss, parse_strace, parse_wrk
 from cmharness.servers import PEERS, Server, built_models, find_program
 
 PLAINTEXT_BODY = b"Hello, World!"
@@ -64,42 +64,6 @@ SLACK_S = 0.2  # on a busy machine every step runs late; the strace window, last
 
 def say(text):
     print(f"cost: {text}", file=sys.stderr)
-
-
-# ---------------------------------------------------------------------------------------------
-# What the clients, strace and ss print (pure).
-
-
-def parse_h2load(out):
-    m = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, "
-                  r"(\d+) errored, (\d+) timeout", out)
-    s = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", out)
-    r = re.search(r"finished in [\d.]+\w+, ([\d.]+) req/s", out)
-    if not (m and s and r):
-        raise RuntimeError(f"h2load printed no request counts:\n{out}")
-    _total, _started, done, _ok, failed, errored, timeout = map(int, m.groups())
-    _s2xx, s3xx, s4xx, s5xx = map(int, s.groups())
-    errors = {"failed": failed, "errored": errored, "timeout": timeout, "non_2xx": s3xx + s4xx + s5xx}
-    # h2load's "done" counts answers of any status; "succeeded" the 2xx ones. The requests
-    # started but unanswered when -D ends (started - done) are dropped, not errors.
-    return {"requests": done, "rps": float(r.group(1)), "errors": errors}
-
-
-def parse_ss(out):
-    """`ss -tinH state established` as {(local, peer): bytes_acked}: each connection's line is
-    followed by an indented line of its tcp_info."""
-    socks, key = {}, None
-    for line in out.splitlines():
-        if not line.strip():
-            continue
-        if not line[0].isspace():
-            cols = line.split()
-            key = (cols[-2], cols[-1])
-            socks[key] = 0
-        elif key is not None:
-            m = re.search(r"bytes_acked:(\d+)", line)
-            socks[key] = int(m.group(1)) if m else 0
-    return socks
 
 
 # ---------------------------------------------------------------------------------------------
