@@ -929,15 +929,10 @@ def conditions_section(v):
         ""]
 
 
-def shown_command(argv, cpu):
-    """A command as a reader would type it: pinned with taskset, the run's own ports, pids and
-    scratch folder named PORT, PID and SCRATCH, paths relative to the repository."""
-    text = shlex.join(["taskset", "-c", str(cpu)] + list(argv))
-    text = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", text)
-    text = re.sub(r"-p \d+", "-p PID", text)
-    text = re.sub(r"/\S*/cm-cost-[^/ ]+/", "SCRATCH/", text)
-    text = re.sub(r"SCRATCH/cm-([a-z_]+)-[^/ ]+/", r"SCRATCH/\1/", text)
-    return text.replace(ROOT + "/", "")
+#: The run's own ports, pids and scratch folders, which a reader's run will not share, as the
+#: page names them (processes.shown() shows the rest of a command).
+PLACEHOLDERS = ((r"127\.0\.0\.1:\d+", "127.0.0.1:PORT"), (r"-p \d+", "-p PID"),
+                (r"/\S*/cm-cost-[^/ ]+/", "SCRATCH/"), (r"SCRATCH/cm-([a-z_]+)-[^/ ]+/", r"SCRATCH/\1/"))
 
 
 def commands_section(v):
@@ -956,7 +951,9 @@ def commands_section(v):
             if row.get("strace"):
                 cmds.append((row["strace"]["strace_command"], v.args.server_cpu))
             for argv, cpu in cmds:
-                text = shown_command(argv, cpu)
+                text = processes.shown(argv, [cpu])
+                for pattern, placeholder in PLACEHOLDERS:
+                    text = re.sub(pattern, placeholder, text)
                 if text not in shown:
                     shown.append(text)
         out += shown
