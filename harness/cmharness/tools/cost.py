@@ -45,7 +45,7 @@ import sys
 import tempfile
 import time
 
-from cmharness import ROOT, default_bin_dir, proc, processes, provenance, stats
+from cmharness import ROOT, default_bin_dir, proc, processes, provenance, results, stats
 from cmharness import load as cm_load
 from cmharness.rounds import order as round_order
 from cmharness.parsers import parse_h2load, parse_ss, parse_strace, parse_wrk
@@ -1087,12 +1087,7 @@ def client_versions():
 
 def write_results(args, doc):
     os.makedirs(args.data_dir, exist_ok=True)
-    machine = dict(doc["provenance"]["machine"], clients=doc["clients"])
-    with open(os.path.join(args.data_dir, "machine.json"), "w") as f:
-        json.dump(machine, f, indent=2, sort_keys=True)
-        f.write("\n")
-    with open(os.path.join(args.data_dir, "machine.md"), "w") as f:
-        f.write(provenance.machine_markdown(machine))
+    results.write_machine(args.data_dir, dict(doc["provenance"]["machine"], clients=doc["clients"]))
     write_csv(os.path.join(args.data_dir, "runs.csv"), doc["rounds"], doc["servers"])
     with open(os.path.join(args.data_dir, "cost.json"), "w") as f:
         json.dump(doc, f, indent=1, sort_keys=True, default=str)
