@@ -267,21 +267,13 @@ def run_client(argv, cpu, limit_s, scratch, during, check):
 
 
 def start_server(name, kind, args, scratch):
-    """A fresh server on the server CPU that answers /plaintext right. --threads is the event loops
-    of an async model (1), the worker pool of the blocking model (one per connection)."""
+    """A fresh server on the server CPU. --threads is the event loops of an async model (1), the
+    worker pool of the blocking model (one per connection)."""
     conns = args.delay_connections if kind == "delay" else args.connections
     threads = None if name in PEERS else 1
     if name == "blocking":
         threads = args.blocking_workers or conns
-    server = Server(name, cpus=[args.server_cpu], threads=threads, bin_dir=args.bin_dir, workdir=scratch)
-    try:
-        status, body = server.get("/plaintext")
-        if status != 200 or body != PLAINTEXT_BODY:
-            raise RuntimeError(f"{name}: /plaintext answered {status} {body[:60]!r}, not 200 'Hello, World!'")
-    except BaseException:
-        server.close()
-        raise
-    return server
+    return Server(name, cpus=[args.server_cpu], threads=threads, bin_dir=args.bin_dir, workdir=scratch)
 
 
 class Run:
@@ -455,13 +447,14 @@ class Run:
 
 
 def run_load(kind, name, args, scratch, allowance):
-    """One load on a freshly started server; the server is stopped whatever happens."""
-    server = start_server(name, kind, args, scratch)
-    run = None
-    try:
+    """One load on a freshly started server that answers /plaintext right; the server is stopped
+    whatever happens."""
+    with start_server(name, kind, args, scratch) as server:
+        status, body = server.get("/plaintext")
+        if status != 200 or body != PLAINTEXT_BODY:
+            raise RuntimeError(f"{name}: /plaintext answered {status} {body[:60]!r}, not 200 'Hello, World!'")
         run = Run(kind, server, args, scratch, allowance)
-        return run.run()
-    finally:
-        if run is not None:
+        try:
+            return run.run()
+        finally:
             run.close()
-        server.close()

@@ -43,7 +43,7 @@ from cmharness import ROOT, default_bin_dir, proc, processes, provenance, result
 from cmharness.cost_report import FIGURES, describe_errors, fmt, summary, write_csv, write_report
 from cmharness.cost_run import CONNECT_GIVE_UP_S, LOADS, SlowConnect, run_load
 from cmharness.rounds import order as round_order
-from cmharness.servers import built_models, find_program
+from cmharness.servers import PACKAGE, PEERS, built_models, find_program
 
 
 def say(text):
@@ -171,11 +171,11 @@ def check_setup(args):
 
 def pick_servers(args):
     servers = built_models(args.bin_dir)
-    for peer, package in (("nginx", "nginx-light"), ("node", "nodejs")):
+    for peer in PEERS:
         if find_program(peer):
             servers.append(peer)
         else:
-            say(f"{peer} is not installed (scripts/install-deps installs {package}); no row")
+            say(f"{peer} is not installed (scripts/install-deps installs {PACKAGE[peer]}); no row")
     if args.servers:
         wanted = args.servers.split(",")
         unknown = [s for s in wanted if s not in servers]
