@@ -78,7 +78,7 @@ def voluntary_switches(pids):
     for p in pids:
         try:
             total += proc.context_switches(p)[0]
-        except (OSError, ProcessLookupError):
+        except OSError:  # ProcessLookupError included: the process ended meanwhile
             pass
     return total
 
