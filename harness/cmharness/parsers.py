@@ -1,5 +1,5 @@
-"""What the programs a tool runs beside cm-load print: wrk's summary and `strace -c`'s table.
-Pure functions: text in, figures out.
+"""What the programs a tool runs beside cm-load print: wrk's and h2load's summaries, `strace -c`'s
+table and `ss -ti`'s connections. Pure functions: text in, figures out.
 """
 
 import re
@@ -41,3 +41,37 @@ def parse_strace(text):
             calls[cols[-1]] = int(cols[3])
             errors[cols[-1]] = int(cols[4]) if len(cols) == 6 else 0
     return calls, errors
+
+
+def parse_h2load(out):
+    """What `h2load` printed: {"requests" (answers of any status), "rps", "errors": {"failed",
+    "errored", "timeout", "non_2xx"}}. RuntimeError when it printed no request counts."""
+    m = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, "
+                  r"(\d+) errored, (\d+) timeout", out)
+    s = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", out)
+    r = re.search(r"finished in [\d.]+\w+, ([\d.]+) req/s", out)
+    if not (m and s and r):
+        raise RuntimeError(f"h2load printed no request counts:\n{out}")
+    _total, _started, done, _ok, failed, errored, timeout = map(int, m.groups())
+    _s2xx, s3xx, s4xx, s5xx = map(int, s.groups())
+    errors = {"failed": failed, "errored": errored, "timeout": timeout, "non_2xx": s3xx + s4xx + s5xx}
+    # h2load's "done" counts answers of any status; "succeeded" the 2xx ones. The requests
+    # started but unanswered when -D ends (started - done) are dropped, not errors.
+    return {"requests": done, "rps": float(r.group(1)), "errors": errors}
+
+
+def parse_ss(out):
+    """`ss -tinH state established` as {(local, peer): bytes_acked}: each connection's line is
+    followed by an indented line of its tcp_info."""
+    socks, key = {}, None
+    for line in out.splitlines():
+        if not line.strip():
+            continue
+        if not line[0].isspace():
+            cols = line.split()
+            key = (cols[-2], cols[-1])
+            socks[key] = 0
+        elif key is not None:
+            m = re.search(r"bytes_acked:(\d+)", line)
+            socks[key] = int(m.group(1)) if m else 0
+    return socks

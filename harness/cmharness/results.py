@@ -262,23 +262,28 @@ def _value(f, m):
     return "" if v is None else (f"{v:.6g}" if isinstance(v, float) else v)
 
 
-def write(doc, folder, markdown, csv_content, charts=True, dumps=None):
-    """Writes results.json (as `dumps(doc)` writes it, indented JSON by default), results.csv,
-    machine.json, machine.md and results.md into folder, and draws the charts (harness/plot, with
-    Debian's python3). Returns a note when no chart was drawn."""
+def write_machine(folder, machine):
+    """Writes the machine a result was measured on (provenance's "machine") into folder, as
+    machine.json and as machine.md (provenance.machine_markdown)."""
     from . import provenance
 
+    with open(os.path.join(folder, "machine.json"), "w") as f:
+        json.dump(machine, f, indent=1)
+    with open(os.path.join(folder, "machine.md"), "w") as f:
+        f.write(provenance.machine_markdown(machine))
+
+
+def write(doc, folder, markdown, csv_content, charts=True, dumps=None):
+    """Writes results.json (as `dumps(doc)` writes it, indented JSON by default), results.csv,
+    machine.json, machine.md (write_machine) and results.md into folder, and draws the charts
+    (harness/plot, with Debian's python3). Returns a note when no chart was drawn."""
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "results.json")
     with open(path, "w") as f:
         f.write(dumps(doc) if dumps else json.dumps(doc, indent=1) + "\n")
     with open(os.path.join(folder, "results.csv"), "w") as f:
         f.write(csv_content)
-    machine = doc["meta"]["provenance"]["machine"]
-    with open(os.path.join(folder, "machine.json"), "w") as f:
-        json.dump(machine, f, indent=1)
-    with open(os.path.join(folder, "machine.md"), "w") as f:
-        f.write(provenance.machine_markdown(machine))
+    write_machine(folder, doc["meta"]["provenance"]["machine"])
     note = chart(path) if charts else ""
     with open(os.path.join(folder, "results.md"), "w") as f:
         f.write(markdown(doc, charts_in(folder), note))

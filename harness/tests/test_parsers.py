@@ -1,4 +1,4 @@
-"""cmharness.parsers: what wrk and `strace -c` print, read into figures."""
+"""cmharness.parsers: what wrk, h2load, `strace -c` and `ss -ti` print, read into figures."""
 import os
 import sys
 
@@ -44,6 +44,20 @@ STRACE = """\
 100.00    0.228000           2    101100       100 total
 """
 
+H2LOAD = """\
+finished in 2.00s, 48776.50 req/s, 6.05MB/s
+requests: 97809 total, 97809 started, 97553 done, 97550 succeeded, 256 failed, 4 errored, 2 timeout
+status codes: 97550 2xx, 0 3xx, 1 4xx, 2 5xx
+traffic: 12.10MB (12690000) total, 1.02MB (1070000) headers (space savings 0.00%), 1.21MB data
+"""
+
+SS = """\
+0      0      127.0.0.1:40123 127.0.0.1:51000
+\t cubic wscale:7,7 rto:201 rtt:0.01/0.005 mss:32768 bytes_sent:1360 bytes_acked:1360 segs_out:10
+0      0      127.0.0.1:40123 127.0.0.1:51001
+\t cubic wscale:7,7 rto:201 rtt:0.01/0.005 mss:32768 bytes_sent:0 segs_out:1
+"""
+
 
 class Wrk(unittest.TestCase):
     def test_latency_distribution_in_ms(self):
@@ -71,6 +85,22 @@ class Strace(unittest.TestCase):
         calls, errors = parsers.parse_strace(STRACE)
         self.assertEqual(calls, {"sendto": 50000, "recvfrom": 50100, "epoll_wait": 1000})
         self.assertEqual(errors, {"sendto": 0, "recvfrom": 100, "epoll_wait": 0})
+
+
+class H2loadAndSs(unittest.TestCase):
+    def test_h2load_counts_done_and_the_non_2xx(self):
+        r = parsers.parse_h2load(H2LOAD)
+        self.assertEqual(r["requests"], 97553)  # done: answers of any status, not started
+        self.assertAlmostEqual(r["rps"], 48776.5)
+        self.assertEqual(r["errors"], {"failed": 256, "errored": 4, "timeout": 2, "non_2xx": 3})
+
+    def test_h2load_without_counts_is_an_error(self):
+        with self.assertRaises(RuntimeError):
+            parsers.parse_h2load("finished in 2.00s, 1.00 req/s, 1B/s\n")
+
+    def test_ss_reads_bytes_acked_per_connection(self):
+        self.assertEqual(parsers.parse_ss(SS), {("127.0.0.1:40123", "127.0.0.1:51000"): 1360,
+                                                ("127.0.0.1:40123", "127.0.0.1:51001"): 0})
 
 
 if __name__ == "__main__":

@@ -26,6 +26,14 @@ class WritePage(unittest.TestCase):
             with open(path) as f:
                 self.assertEqual(json.load(f), {"provenance": {"trees": {}}})
 
+    def test_write_machine_writes_its_json_and_its_list(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            results.write_machine(tmp, {"cpu_model": "Test CPU", "peers": {"nginx": "1.22"}})
+            with open(os.path.join(tmp, "machine.json")) as f:
+                self.assertEqual(json.load(f), {"cpu_model": "Test CPU", "peers": {"nginx": "1.22"}})
+            with open(os.path.join(tmp, "machine.md")) as f:
+                self.assertEqual(f.read(), "# Machine\n\n- cpu model: Test CPU\n- peers: nginx 1.22\n")
+
 
 class Blocks(unittest.TestCase):
     """A section of a page another tool writes: results/loadgen.md's tsung section survives
