@@ -11,7 +11,7 @@ import importlib  # noqa: E402
 import tempfile  # noqa: E402
 import unittest  # noqa: E402
 
-from cmharness import ROOT, charts  # noqa: E402
+from cmharness import ROOT, charts, profile_charts, results  # noqa: E402
 
 try:
     import matplotlib
@@ -135,11 +135,9 @@ class LayoutProblems(unittest.TestCase):
 
 
 class NoRankingMeasured(unittest.TestCase):
-    """harness/plot's note on a ratio panel: which servers' 95% intervals overlap."""
+    """The note on a ratio panel (profile_charts): which servers' 95% intervals overlap."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.plot = tool("plot")
+    plot = profile_charts
 
     def test_the_sets_whose_intervals_share_a_point(self):
         # arena /plaintext: libuv_callbacks is measured above nginx, but not above asio_coro
@@ -203,13 +201,27 @@ class CommittedChartsRedraw(unittest.TestCase):
     def test_plot(self):
         plot = tool("plot")
         for profile, png in (("quick", "rps-vs-ceiling.png"), ("arena", "rps-vs-ceiling.png"),
-                             ("offload", "offload.png"),
+                             ("wheel", "rps-vs-ceiling.png"), ("offload", "offload.png"),
                              ("delay-sweep", "rps-vs-connections.png")):
             with self.subTest(profile=profile):
                 out = self.out(profile)
                 self.drawn(lambda: plot.main([os.path.join(RESULTS, profile, "results.json"),
                                               "--out", out]), os.path.join(out, png))
         self.assertTrue(os.path.exists(os.path.join(self.tmp.name, "delay-sweep", "headline.md")))
+
+    def test_cm_price_draws_them_itself(self):
+        """results.chart(), as cm-price calls it after a run: the charts beside the results.json,
+        drawn in this process, the same bytes as the committed ones."""
+        out = self.out("in-process")
+        with open(os.path.join(RESULTS, "quick", "results.json")) as f:
+            text = f.read()
+        with open(os.path.join(out, "results.json"), "w") as f:
+            f.write(text)
+        self.assertEqual(results.chart(os.path.join(out, "results.json")), "")
+        for name in ("rps-vs-ceiling.png",):
+            with open(os.path.join(out, name), "rb") as drawn, \
+                    open(os.path.join(RESULTS, "quick", name), "rb") as committed:
+                self.assertEqual(drawn.read(), committed.read(), name)
 
     def test_plot_staircase(self):
         out = self.out("staircase")
