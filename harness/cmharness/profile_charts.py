@@ -88,6 +88,24 @@ def binding(r):
                        for part in kind.split(" or "))
 
 
+def whisker(ax, x, low, high, zorder=4):
+    """A 95% interval, drawn whatever the bar's height (a median of rounds need not sit in the
+    interval of a ratio or an efficiency taken within each round)."""
+    ax.errorbar([x], [(low + high) / 2], yerr=[(high - low) / 2], fmt="none", ecolor="black",
+                elinewidth=1, capsize=3, zorder=zorder)
+
+
+def efficiency_whisker(ax, x, r, zorder=4):
+    """The 95% interval of a row's efficiency times the median of its lowest ceiling, at x (when
+    it has one): never across a ceiling it was not measured to cross. Returns the higher of its
+    top and the row's median rps, where a label above the point goes."""
+    e, c = r["interval"], r["lowest"]
+    if e is None or not e.has_interval or not c:
+        return r["rps"]
+    whisker(ax, x, e.low * c, e.high * c, zorder)
+    return max(r["rps"], e.high * c)
+
+
 # -- sweep ----------------------------------------------------------------------------------------
 
 SWEEP_NOTE = (
@@ -143,16 +161,7 @@ def measured_points(ax, rs, color):
     xs = [r["connections_requested"] for r in rs]
     ax.plot(xs, [r["rps"] for r in rs], "o-", color=color, linewidth=2, markersize=5,
             markeredgecolor="black", markeredgewidth=0.6, zorder=4)
-    tops = []
-    for x, r in zip(xs, rs):
-        e, c = r["interval"], r["lowest"]
-        top = r["rps"]
-        if e is not None and e.has_interval and c:
-            ax.errorbar([x], [(e.low + e.high) / 2 * c], yerr=[(e.high - e.low) / 2 * c],
-                        fmt="none", ecolor="black", elinewidth=1, capsize=3, zorder=3)
-            top = max(top, e.high * c)
-        tops.append(top)
-    return xs, tops
+    return xs, [efficiency_whisker(ax, x, r, zorder=3) for x, r in zip(xs, rs)]
 
 
 def point_labels(ax, rs, xs, tops, color):
@@ -307,13 +316,6 @@ def overlapping_sets(items):
     return found
 
 
-def whisker(ax, x, low, high):
-    """A 95% interval, drawn whatever the bar's height (a median of rounds need not sit in the
-    interval of a ratio or an efficiency taken within each round)."""
-    ax.errorbar([x], [(low + high) / 2], yerr=[(high - low) / 2], fmt="none", ecolor="black",
-                elinewidth=1, capsize=3, zorder=4)
-
-
 def above(ax, x, y, text):
     """A label just above (x, y), clear of a whisker's cap there, the lines behind it faint."""
     ax.annotate(text, (x, y), xytext=(0, 6), textcoords="offset points", ha="center",
@@ -399,14 +401,7 @@ def rps_panel(ax, rs, xs, colors):
     every ceiling as a mark, the efficiency and the ceiling that binds above the bar and above
     that ceiling's mark."""
     ax.bar(xs, [r["rps"] for r in rs], color=colors, width=0.6, zorder=2)
-    tops = []
-    for x, r in zip(xs, rs):
-        top = r["rps"]
-        e, c = r["interval"], r["lowest"]
-        if e is not None and e.has_interval and c:
-            whisker(ax, x, e.low * c, e.high * c)
-            top = max(top, e.high * c)
-        tops.append(top)
+    tops = [efficiency_whisker(ax, x, r) for x, r in zip(xs, rs)]
     scale = 1.4 * max(tops + [r["lowest"] or 0 for r in rs if not r["cpu_ceiling_row"]])
     for x, r, top in zip(xs, rs, tops):
         if not r["cpu_ceiling_row"]:
