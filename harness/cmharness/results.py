@@ -302,7 +302,7 @@ def chart(results_json):
         doc = json.load(f)
     try:
         profile_charts.draw(doc, os.path.dirname(os.path.abspath(results_json)), plt)
-    except Exception as e:  # noqa: BLE001 -- the run is written; a failed chart is its page's note
+    except Exception as e:  # the run is written already: a chart that fails is a note on its page
         return f"charts: {type(e).__name__}: {str(e).strip()[-300:]}; none drawn"
     return ""
 
