@@ -11,7 +11,8 @@ layout_problems() and refuses to write a chart whose layout could mislead:
 Only the texts the figure actually drew are read (a tick label of a hidden shared axis, or one
 past the view, is not drawn), each as the rectangle its glyphs take, turned with the text: two
 neighbouring tick labels at 30 degrees do not overlap because their upright boxes do. What no code
-can judge (does the chart say what the data says?) is left to whoever draws it: see harness/plot.
+can judge (does the chart say what the data says?) is left to whoever draws it: see
+cmharness/profile_charts.py.
 """
 
 import contextlib
@@ -254,6 +255,14 @@ def layout_problems(fig):
     polys = [text_polygon(t, renderer) for t in texts]
     return _outside(fig, texts, polys) + _overlapping(texts, polys) + \
         _over_markers(fig, texts, polys)
+
+
+def wrapped(text, width_in, fontsize=10):
+    """`text` in lines as wide as `width_in` inches (about 13 characters an inch at 10 points): a
+    title or a note that stays inside its figure."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, int(13 * 10 / fontsize * width_in)))
 
 
 def save(fig, path, dpi=110):

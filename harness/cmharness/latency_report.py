@@ -215,13 +215,6 @@ def _cell(v):
     return "" if v is None else (f"{v:.6g}" if isinstance(v, float) else v)
 
 
-def _wrap(text, width_in, fontsize):
-    """Text wrapped to a figure's width (about 13 characters an inch at 10 points)."""
-    import textwrap
-
-    return "\n".join(textwrap.wrap(text, int(13 * 10 / fontsize * (width_in - 0.3))))
-
-
 def panel_title(t):
     """A server's name as a panel says it: the blocking model with its workers (the latency
     profile runs it with 2,048, so that it holds every connection, not its default 64)."""
@@ -279,11 +272,13 @@ def draw(doc, path, plt):
             cap = (r["summary"].get("capacity_rps") or {}).get("median")
             if cap:
                 ax.axvline(cap, color="0.3", linestyle="--", linewidth=0.9)
-    fig.suptitle(_wrap("p99 against the offered rate (open loop, median of the rounds): one panel "
-                       "per server, the same axes along a row", width, 10), fontsize=10)
-    foot = _wrap("dashed: the server's capacity (its closed-loop rps in the same round); hollow: "
-                 "the server did not take the offered rate (rate ratio < 0.95) in most rounds, so "
-                 "the latency is a growing queue's.", width, 7.5)
+    text_width = width - 0.3  # a margin either side
+    fig.suptitle(charts.wrapped("p99 against the offered rate (open loop, median of the rounds): "
+                                "one panel per server, the same axes along a row", text_width),
+                 fontsize=10)
+    foot = charts.wrapped("dashed: the server's capacity (its closed-loop rps in the same round); "
+                          "hollow: the server did not take the offered rate (rate ratio < 0.95) in "
+                          "most rounds, so the latency is a growing queue's.", text_width, 7.5)
     fig.text(0.01, 0.01, foot, fontsize=7.5, color="0.25", va="bottom")
     bottom = (foot.count("\n") + 1.8) * 7.5 * 1.3 / 72 / fig.get_size_inches()[1]
     fig.tight_layout(rect=(0, bottom, 1, 0.93))

@@ -13,9 +13,8 @@ import csv
 import io
 import json
 import os
-import subprocess
 
-from . import PYTHON, ROOT, stats
+from . import stats
 
 SCHEMA = 2
 
@@ -276,7 +275,7 @@ def write_machine(folder, machine):
 def write(doc, folder, markdown, csv_content, charts=True, dumps=None):
     """Writes results.json (as `dumps(doc)` writes it, indented JSON by default), results.csv,
     machine.json, machine.md (write_machine) and results.md into folder, and draws the charts
-    (harness/plot, with Debian's python3). Returns a note when no chart was drawn."""
+    (chart()). Returns a note when no chart was drawn."""
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "results.json")
     with open(path, "w") as f:
@@ -291,10 +290,19 @@ def write(doc, folder, markdown, csv_content, charts=True, dumps=None):
 
 
 def chart(results_json):
-    cmd = [PYTHON, os.path.join(ROOT, "harness", "plot"), results_json]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        return f"charts: `{' '.join(cmd)}` failed ({p.stderr.strip()[-300:]}); none drawn"
+    """Draws a result's charts beside its results.json (profile_charts.draw, what harness/plot
+    draws); returns a note for its page when they were not drawn, or ""."""
+    from . import profile_charts  # here: it imports report, which imports this module
+
+    plt = pyplot("charts")
+    if plt is None:
+        return "charts: no matplotlib in this Python (run with /usr/bin/python3); none drawn"
+    with open(results_json) as f:
+        doc = json.load(f)
+    try:
+        profile_charts.draw(doc, os.path.dirname(os.path.abspath(results_json)), plt)
+    except Exception as e:  # the run is written already: a chart that fails is a note on its page
+        return f"charts: {type(e).__name__}: {str(e).strip()[-300:]}; none drawn"
     return ""
 
 

@@ -8,10 +8,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import glob  # noqa: E402
 import importlib  # noqa: E402
+import shutil  # noqa: E402
 import tempfile  # noqa: E402
 import unittest  # noqa: E402
 
-from cmharness import ROOT, charts  # noqa: E402
+from cmharness import ROOT, charts, profile_charts, results  # noqa: E402
 
 try:
     import matplotlib
@@ -135,11 +136,9 @@ class LayoutProblems(unittest.TestCase):
 
 
 class NoRankingMeasured(unittest.TestCase):
-    """harness/plot's note on a ratio panel: which servers' 95% intervals overlap."""
+    """The note on a ratio panel (profile_charts): which servers' 95% intervals overlap."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.plot = tool("plot")
+    plot = profile_charts
 
     def test_the_sets_whose_intervals_share_a_point(self):
         # arena /plaintext: libuv_callbacks is measured above nginx, but not above asio_coro
@@ -203,13 +202,21 @@ class CommittedChartsRedraw(unittest.TestCase):
     def test_plot(self):
         plot = tool("plot")
         for profile, png in (("quick", "rps-vs-ceiling.png"), ("arena", "rps-vs-ceiling.png"),
-                             ("offload", "offload.png"),
+                             ("wheel", "rps-vs-ceiling.png"), ("offload", "offload.png"),
                              ("delay-sweep", "rps-vs-connections.png")):
             with self.subTest(profile=profile):
                 out = self.out(profile)
                 self.drawn(lambda: plot.main([os.path.join(RESULTS, profile, "results.json"),
                                               "--out", out]), os.path.join(out, png))
         self.assertTrue(os.path.exists(os.path.join(self.tmp.name, "delay-sweep", "headline.md")))
+
+    def test_cm_price_draws_them_itself(self):
+        """results.chart(), as cm-price calls it after a run: drawn in its own process, beside the
+        results.json, with no note for the page."""
+        out = self.out("in-process")
+        shutil.copy(os.path.join(RESULTS, "quick", "results.json"), out)
+        self.assertEqual(results.chart(os.path.join(out, "results.json")), "")
+        self.assertEqual(results.charts_in(out), ["rps-vs-ceiling.png"])
 
     def test_plot_staircase(self):
         out = self.out("staircase")

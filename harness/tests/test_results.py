@@ -7,6 +7,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import json  # noqa: E402
 import tempfile  # noqa: E402
 import unittest  # noqa: E402
+from unittest import mock  # noqa: E402
 
 from cmharness import results  # noqa: E402
 
@@ -116,3 +117,17 @@ class VariantPairs(unittest.TestCase):
         doc = self.doc()
         del doc["targets"][1]
         self.assertFalse(results.add_variant_pairs(doc))
+
+
+class ChartWithoutMatplotlib(unittest.TestCase):
+    """cm-price draws its charts in its own process: where that Python has no matplotlib the run
+    is still written, its page saying why there is no chart."""
+
+    def test_no_matplotlib_is_a_note_not_an_error(self):
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(results, "pyplot", return_value=None):
+            path = os.path.join(tmp, "results.json")
+            with open(path, "w") as f:
+                json.dump({"meta": {"chart": "bars"}, "targets": []}, f)
+            self.assertIn("no matplotlib", results.chart(path))
+            self.assertEqual(results.charts_in(tmp), [])

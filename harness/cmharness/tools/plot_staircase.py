@@ -24,12 +24,7 @@ import math
 import os
 import sys
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
-from cmharness import charts, servers, timeline
+from cmharness import charts, results, servers, timeline
 
 WORKERS = servers.BLOCKING_WORKERS
 
@@ -104,7 +99,7 @@ def draw_panel(ax, run, ts, control_ts, n, delay_s, x_max):
             bbox=dict(boxstyle="round", fc="white", ec="0.8"))
 
 
-def legend(fig, control):
+def legend(fig, control, plt):
     handles = [
         plt.Line2D([], [], color="0.6", lw=1.2, label="predicted: every step takes exactly the delay"),
         plt.Line2D([], [], ls="", marker="o", ms=4, color="C0", label="one request, at its answer: blocking"),
@@ -125,6 +120,9 @@ def main(argv=None):
     ap.add_argument("--out", help="the folder to write staircase.png into (default: beside "
                                   "runs.json, whose CSVs it reads)")
     a = ap.parse_args(argv)
+    plt = results.pyplot("plot-staircase")
+    if plt is None:
+        return 1
     with open(a.runs_json) as f:
         doc = json.load(f)
     folder = os.path.dirname(os.path.abspath(a.runs_json))
@@ -152,7 +150,7 @@ def main(argv=None):
         ax.set_ylabel("requests answered so far")
     axes.flat[0].set_xlim(0, x_max)
     axes.flat[0].set_ylim(0, n * 1.05)
-    legend(fig, control if control_ts else None)
+    legend(fig, control if control_ts else None, plt)
     fig.suptitle(f"{n:,} connections each send GET {doc['path']} at once: when does each get its answer?",
                  fontsize=11.5)
     fig.tight_layout(rect=(0, 0.075, 1, 0.97))
