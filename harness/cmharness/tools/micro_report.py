@@ -25,8 +25,9 @@ import os
 import shlex
 import sys
 
-from cmharness import (ROOT, default_bin_dir, proc, processes, provenance, results,
-                       stats)
+from cmharness import ROOT, benchmarks, default_bin_dir, proc, processes, provenance, results, \
+    stats
+from cmharness.benchmarks import ns, ns_estimate
 
 GROUPS = [
     ("core", "Shared core: cm_common over llhttp (one thread)",
@@ -137,101 +138,12 @@ AERONET_DEFER_US = (10, 15)              # "about 10 to 15 µs of event loop tim
 AERONET_ASYNC_NO_SUSPENSION_RPS = 178_000  # Trivial, Async, no suspension, 1 server CPU
 AERONET_ASYNC_DEFER_RPS = 53_000           # Trivial, Async + deferWork(), 1 server CPU
 
-TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
-
-
-# -- reading cm-micro's JSON --------------------------------------------------------------------
-
-def load_results(data):
-    """({run_name: {"aggregates": {"mean": entry, ...}, "runs": [entry of each repetition]}},
-    {run_name: error message}) from cm-micro's JSON."""
-    found, errors = {}, {}
-    for b in data.get("benchmarks", []):
-        name = b.get("run_name", b["name"]).removesuffix("/real_time")
-        if b.get("error_occurred"):
-            errors[name] = b.get("error_message", "error")
-            continue
-        entry = found.setdefault(name, {"aggregates": {}, "runs": []})
-        if b.get("run_type") == "aggregate":
-            entry["aggregates"][b["aggregate_name"]] = b
-        else:
-            entry["runs"].append(b)
-    return found, errors
-
-
-def _ns(entry, key):
-    return entry[key] * TO_NS[entry.get("time_unit", "ns")]
-
-
-class Stat:
-    """ns/op figures of one benchmark: Google Benchmark's aggregates over the repetitions (mean,
-    median, stddev; a run of one repetition stands for all of them), and each repetition's own
-    times, which estimate() turns into a median with its interval."""
-
-    def __init__(self, aggregates, runs):
-        mean = aggregates.get("mean") or runs[0]
-        median = aggregates.get("median") or mean
-        stddev = aggregates.get("stddev")
-        self.real, self.cpu = _ns(mean, "real_time"), _ns(mean, "cpu_time")
-        self.real_median, self.cpu_median = _ns(median, "real_time"), _ns(median, "cpu_time")
-        self.real_sd = _ns(stddev, "real_time") if stddev else None
-        self.cpu_sd = _ns(stddev, "cpu_time") if stddev else None
-        self.items = mean.get("items_per_second")
-        self.bytes = mean.get("bytes_per_second")
-        self.repetitions = mean.get("repetitions", 1)
-        self.real_runs = [_ns(r, "real_time") for r in runs]
-        self.cpu_runs = [_ns(r, "cpu_time") for r in runs]
-
-    def estimate(self, kind="real"):
-        """The median over the repetitions of the real or the CPU time, with its 95% interval;
-        the median alone when the run kept only the aggregates (a run saved before the
-        repetitions were kept: --benchmark_report_aggregates_only)."""
-        runs = self.real_runs if kind == "real" else self.cpu_runs
-        if runs:
-            return stats.estimate(runs)
-        median = self.real_median if kind == "real" else self.cpu_median
-        return stats.Estimate(median, None, None, self.repetitions)
-
-    def to_json(self):
-        return {"group": None, "repetitions": self.repetitions,
-                "real_ns": {"mean": self.real, "median": self.real_median, "stddev": self.real_sd},
-                "cpu_ns": {"mean": self.cpu, "median": self.cpu_median, "stddev": self.cpu_sd},
-                "real_ns_median": self.estimate("real").to_json(),
-                "cpu_ns_median": self.estimate("cpu").to_json(),
-                "real_ns_repetitions": self.real_runs, "cpu_ns_repetitions": self.cpu_runs,
-                "items_per_second": self.items, "bytes_per_second": self.bytes}
-
-
-def stats_of(data):
-    """({name: Stat}, {name: error message}), in cm-micro's order."""
-    found, errors = load_results(data)
-    return {name: Stat(e["aggregates"], e["runs"]) for name, e in found.items()}, errors
-
-
 def group_of(name):
     body = name[3:] if name.startswith("BM_") else name
     return body.split("_", 1)[0]
 
 
 # -- formatting ---------------------------------------------------------------------------------
-
-def ns_format(value):
-    """The format of a figure in ns: whole ns from 100 on, more digits below."""
-    if value >= 100:
-        return "{:,.0f}"
-    if value >= 10:
-        return "{:.1f}"
-    return "{:.2f}"
-
-
-def ns(value):
-    return "–" if value is None else ns_format(value).format(value)
-
-
-def ns_estimate(e):
-    """"28,647 [28,100 29,310]": a median of ns with its interval (Estimate.format)."""
-    return e.format(ns_format(e.estimate))
-
 
 def pct(sd, mean):
     return "–" if sd is None or not mean else f"{100 * sd / mean:.1f}%"
@@ -342,11 +254,10 @@ def tally(comparisons, time_kind):
 
 
 def fastest_line(stats_):
-    """The fastest pool round trip against the fastest thread per call (medians, real time)."""
+    """The fastest pool round trip against the fastest thread per call (medians, real time); there
+    is one of each, as offload_verdict() asks only when some model had both."""
     pools = [n for n in stats_ if n.startswith("BM_offload_") and n.endswith("_pool")]
     threads = [n for n in stats_ if n.startswith("BM_offload_") and "_thread" in n]
-    if not (pools and threads):
-        return ""
     pool = min(pools, key=lambda n: stats_[n].estimate().estimate)
     thread = min(threads, key=lambda n: stats_[n].estimate().estimate)
     p, t = stats_[pool].estimate(), stats_[thread].estimate()
@@ -569,7 +480,7 @@ def group_sections(stats_):
 def render(data, source, json_name):
     """The whole of results/micro.md."""
     context = data.get("context", {})
-    stats_, errors = stats_of(data)
+    stats_, errors = benchmarks.stats_of(data)
     reps = max((s.repetitions for s in stats_.values()), default=1)
     out = header_lines(context, source, reps, json_name)
     out += ["## Machine", ""] + machine_lines(source.prov["machine"], context) + [""]
@@ -583,15 +494,13 @@ def render(data, source, json_name):
 
 def record(data, source):
     """results/micro.json: the provenance, the conditions, every benchmark and comparison."""
-    stats_, errors = stats_of(data)
-    benchmarks = {}
-    for name, s in stats_.items():
-        benchmarks[name] = dict(s.to_json(), group=group_of(name))
+    stats_, errors = benchmarks.stats_of(data)
+    figures = {name: {"group": group_of(name), **s.to_json()} for name, s in stats_.items()}
     return {"tool": "harness/micro/report", "command": source.invoked,
             "cm_micro_command": source.command, "provenance": source.prov,
             "provenance_read": source.prov_when, "run_date": data.get("context", {}).get("date"),
             "load_average_before": source.load_before, "load_average_after": source.load_after,
-            "note": source.note, "benchmarks": benchmarks, "errors": errors,
+            "note": source.note, "benchmarks": figures, "errors": errors,
             "offload": offload_comparisons(stats_), "core_parse": core_comparisons(stats_)}
 
 
@@ -600,24 +509,15 @@ def record(data, source):
 def run_cm_micro(args):
     """Runs cm-micro; its JSON, its context extended with the command, the load before and after
     and the provenance, saved to --save-json."""
-    cmd = [args.binary, "--benchmark_format=json", f"--benchmark_repetitions={args.repetitions}"]
-    if args.min_time is not None:
-        cmd.append(f"--benchmark_min_time={args.min_time}")
+    cmd = [args.binary, "--benchmark_format=json", f"--benchmark_repetitions={args.repetitions}",
+           f"--benchmark_min_time={args.min_time}"]
     if args.filter:
         cmd.append(f"--benchmark_filter={args.filter}")
-    print("report: running " + shlex.join(cmd), file=sys.stderr)
     prov = micro_provenance(os.path.dirname(os.path.abspath(args.binary)))
-    done = processes.run(cmd, check=False)
-    load_after = proc.load_average()
-    if done.stderr.strip():
-        print(done.stderr.rstrip(), file=sys.stderr)
-    if done.returncode != 0:
-        sys.exit(f"report: cm-micro {processes.describe(done.returncode)}")
-    data = json.loads(done.stdout)
-    shown = [os.path.relpath(cmd[0], ROOT) if cmd[0].startswith(ROOT + "/") else cmd[0]] + cmd[1:]
+    data = benchmarks.run(cmd, "report")
     data.setdefault("context", {}).update(
-        {"cm_micro_command": shlex.join(shown), "load_before": prov["load_average"],
-         "load_after": list(load_after), "cm_provenance": prov})
+        {"cm_micro_command": processes.shown(cmd), "load_before": prov["load_average"],
+         "load_after": list(proc.load_average()), "cm_provenance": prov})
     if args.save_json:
         os.makedirs(os.path.dirname(os.path.abspath(args.save_json)), exist_ok=True)
         with open(args.save_json, "w") as f:
