@@ -1,6 +1,6 @@
 """Unit tests of harness/micro/report: reading cm-micro's JSON (repetitions and Google Benchmark's
-aggregates: cmharness.benchmarks), the comparisons with their intervals, and the page and JSON it
-writes, from a small made-up run in cm-micro's format. Nothing is run.
+aggregates: cmharness.benchmarks), the comparisons with their intervals (cmharness.primitives), and
+the page and JSON it writes, from a small made-up run in cm-micro's format. Nothing is run.
 
     cd harness/tests && /usr/bin/python3 -m unittest test_micro_report -v
 """
@@ -14,7 +14,7 @@ import json  # noqa: E402
 import statistics  # noqa: E402
 import unittest  # noqa: E402
 
-from cmharness import benchmarks, stats  # noqa: E402
+from cmharness import benchmarks, primitives, stats  # noqa: E402
 
 from cmharness.tools import micro_report as report  # noqa: E402
 
@@ -109,9 +109,9 @@ class Reading(unittest.TestCase):
                          (250.0, 250.0, None))
 
     def test_group_of(self):
-        self.assertEqual(report.group_of("BM_asio_uring_post_resume"), "asio")
-        self.assertEqual(report.group_of("BM_offload_uv_pool"), "offload")
-        self.assertEqual(report.group_of("BM_core_route/delay"), "core")
+        self.assertEqual(primitives.group_of("BM_asio_uring_post_resume"), "asio")
+        self.assertEqual(primitives.group_of("BM_offload_uv_pool"), "offload")
+        self.assertEqual(primitives.group_of("BM_core_route/delay"), "core")
 
 
 class Formatting(unittest.TestCase):
@@ -127,7 +127,7 @@ class Formatting(unittest.TestCase):
 
     def test_table_row(self):
         s, _ = benchmarks.stats_of(run_json(PARSE_CM))
-        row = report.table(["BM_core_parse_get_cm"], s).splitlines()[2]
+        row = primitives.table(["BM_core_parse_get_cm"], s).splitlines()[2]
         self.assertTrue(row.startswith("| `BM_core_parse_get_cm` | `GET /delay/10`"), row)
         self.assertIn("| 173 [171 175] |", row)
 
@@ -135,33 +135,33 @@ class Formatting(unittest.TestCase):
 class Comparisons(unittest.TestCase):
     def test_no_difference_is_what_stats_says(self):
         e = stats.Estimate(1.0, 0.5, 1.5, 6)
-        self.assertEqual(stats.compare(e, e), report.NO_DIFFERENCE)
+        self.assertEqual(stats.compare(e, e), primitives.NO_DIFFERENCE)
 
     def test_offload_disjoint_and_overlapping(self):
         s, _ = benchmarks.stats_of(run_json(CHEAP_POOL, DEAR_THREAD, NOISY_POOL, NOISY_THREAD))
-        c = {x["label"]: x for x in report.offload_comparisons(s)}
+        c = {x["label"]: x for x in primitives.offload_comparisons(s)}
         self.assertEqual(sorted(c), ["io_uring", "libuv"])
         self.assertEqual(c["libuv"]["real"]["cheaper"], "the pool")
-        self.assertEqual(c["io_uring"]["real"]["cheaper"], report.NO_DIFFERENCE)
-        self.assertEqual(report.tally(list(c.values()), "real"), (1, 0, 1))
-        line = report.compare_line(c["libuv"])
+        self.assertEqual(c["io_uring"]["real"]["cheaper"], primitives.NO_DIFFERENCE)
+        self.assertEqual(primitives.tally(list(c.values()), "real"), (1, 0, 1))
+        line = primitives.compare_line(c["libuv"])
         self.assertIn("pool 21,100 [20,000 22,000] ns", line)
         self.assertIn("the pool is cheaper, 2.4× (medians)", line)
         self.assertIn("no difference measured here (the intervals overlap)",
-                      report.compare_line(c["io_uring"]))
+                      primitives.compare_line(c["io_uring"]))
 
     def test_thread_cheaper(self):
         s, _ = benchmarks.stats_of(run_json(
             benchmark("BM_offload_asio_pool/real_time", [9.0, 9.5, 9.2, 9.1, 9.3, 9.4], [1.0] * 6),
             benchmark("BM_offload_asio_thread_detached/real_time", [5.0, 5.1, 5.2, 5.3, 5, 5.1],
                       [1.0] * 6)))
-        [c] = report.offload_comparisons(s)
+        [c] = primitives.offload_comparisons(s)
         self.assertEqual(c["label"], "asio (aeronet's way)")
         self.assertEqual(c["real"]["cheaper"], "the detached thread per call")
 
     def test_core_parse_notes(self):
         s, _ = benchmarks.stats_of(run_json(PARSE_CM, PARSE_RAW))
-        notes = report.core_notes(report.core_comparisons(s))
+        notes = primitives.core_notes(primitives.core_comparisons(s))
         self.assertIn("cm::RequestParser 173 [171 175] ns, raw llhttp 93.2 [92.0 95.0] ns", notes)
         self.assertIn("the wrapper adds 80.0 ns (1.9× llhttp alone)", notes)
 
