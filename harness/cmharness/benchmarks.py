@@ -20,23 +20,6 @@ def in_ns(entry, key):
     return entry[key] * TO_NS[entry.get("time_unit", "ns")]
 
 
-def load_results(data):
-    """({run_name: {"aggregates": {"mean": entry, ...}, "runs": [entry of each repetition]}},
-    {run_name: error message}) from cm-micro's JSON."""
-    found, errors = {}, {}
-    for b in data.get("benchmarks", []):
-        name = b.get("run_name", b["name"]).removesuffix("/real_time")
-        if b.get("error_occurred"):
-            errors[name] = b.get("error_message", "error")
-            continue
-        entry = found.setdefault(name, {"aggregates": {}, "runs": []})
-        if b.get("run_type") == "aggregate":
-            entry["aggregates"][b.get("aggregate_name")] = b
-        else:
-            entry["runs"].append(b)
-    return found, errors
-
-
 class Stat:
     """ns/op figures of one benchmark: Google Benchmark's aggregates over the repetitions (mean,
     median, stddev; a run of one repetition stands for all of them), and each repetition's own
@@ -77,9 +60,19 @@ class Stat:
 
 
 def stats_of(data):
-    """({name: Stat}, {name: error message}), in cm-micro's order."""
-    found, errors = load_results(data)
-    return {name: Stat(e["aggregates"], e["runs"]) for name, e in found.items()}, errors
+    """({run_name: Stat}, {run_name: error message}) from cm-micro's JSON, in cm-micro's order."""
+    found, errors = {}, {}
+    for b in data.get("benchmarks", []):
+        name = b.get("run_name", b["name"]).removesuffix("/real_time")
+        if b.get("error_occurred"):
+            errors[name] = b.get("error_message", "error")
+            continue
+        aggregates, runs = found.setdefault(name, ({}, []))
+        if b.get("run_type") == "aggregate":
+            aggregates[b.get("aggregate_name")] = b
+        else:
+            runs.append(b)
+    return {name: Stat(aggregates, runs) for name, (aggregates, runs) in found.items()}, errors
 
 
 def ns_format(value):

@@ -1,8 +1,8 @@
-"""What each model's primitives cost: the body of results/micro.md, which harness/micro/report
-writes from cm-micro's JSON (cmharness.benchmarks). Here: what each benchmark measures, a table per
-group of them, the comparisons the page draws (the offloads, pool against thread per call; our
-parser against raw llhttp), each as two medians with their 95% intervals, and the seeds' published
-figures converted beside ours.
+"""What each model's primitives cost: the body of results/micro.md (harness/micro/report writes
+the page). What each benchmark measures, a table per group of them, the comparisons the page draws
+(the offloads, pool against thread per call; our parser against raw llhttp), each of two medians
+with their distribution-free 95% intervals ("no difference measured here" where they overlap), and
+the seeds' published figures converted beside ours.
 """
 
 from . import stats
@@ -144,12 +144,7 @@ NO_DIFFERENCE = "no difference measured here"
 def cheaper(a, b, a_label, b_label):
     """Which of two costs (Estimates) is lower: a_label, b_label, or "no difference measured here"
     when their intervals overlap (always, without intervals)."""
-    verdict = stats.compare(a, b)
-    if verdict == "lower":
-        return a_label
-    if verdict == "higher":
-        return b_label
-    return verdict
+    return {"lower": a_label, "higher": b_label}.get(stats.compare(a, b), NO_DIFFERENCE)
 
 
 def said(winner, a, b):

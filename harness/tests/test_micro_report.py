@@ -78,12 +78,12 @@ def source(**changes):
 
 class Reading(unittest.TestCase):
     def test_groups_repetitions_aggregates_and_errors(self):
-        found, errors = benchmarks.load_results(run_json(CHEAP_POOL, PARSE_CM,
-                                                         errors=["BM_uring_nop"]))
+        found, errors = benchmarks.stats_of(run_json(CHEAP_POOL, PARSE_CM, errors=["BM_uring_nop"]))
         self.assertEqual(list(found), ["BM_offload_uv_pool", "BM_core_parse_get_cm"])
-        self.assertEqual(len(found["BM_offload_uv_pool"]["runs"]), 6)
-        self.assertEqual(sorted(found["BM_offload_uv_pool"]["aggregates"]),
-                         ["mean", "median", "stddev"])
+        pool = found["BM_offload_uv_pool"]
+        self.assertEqual((len(pool.real_runs), pool.repetitions), (6, 6))
+        self.assertAlmostEqual(pool.real_sd,  # Google Benchmark's aggregate, kept
+                               statistics.stdev([20.0, 21, 22, 20.5, 21.5, 21.2]) * 1e3)
         self.assertEqual(errors, {"BM_uring_nop": "io_uring unavailable: ENOSYS"})
 
     def test_stat_in_ns_with_an_interval(self):

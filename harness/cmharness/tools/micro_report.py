@@ -7,18 +7,13 @@ beside it, from cm-micro's JSON output.
     harness/micro/report --json run.json --out /tmp/micro.md   # ... into /tmp/micro.{md,json}
 
 It runs `cm-micro --benchmark_format=json --benchmark_repetitions=N`, which reports every
-repetition and Google Benchmark's aggregates over them, and writes one table per group (ns/op:
-mean, median, stddev and coefficient of variation over the repetitions, real and CPU time; the
-median with its 95% interval), the seeds' own figures converted to ns/op beside ours, and which
-offload (thread per call or pool) is cheaper here: each compared as the median over the
-repetitions with its distribution-free 95% interval (cmharness.stats.estimate), and "no difference
-measured here" where the two intervals overlap. It records where the figures come from
+repetition and Google Benchmark's aggregates over them (cmharness.benchmarks reads them), and writes
+the page around what cmharness.primitives makes of them: one table per group (ns/op: mean, median
+with its 95% interval, stddev and cv, real and CPU time), which offload (thread per call or pool)
+is cheaper here, the seeds' own figures beside ours. It records where the figures come from
 (cmharness.provenance: the machine, the commit, the tree hash of each model's folder, the load
 before and after) in the JSON. The raw output of the run, with that provenance, is kept in
-build/micro.json (--save-json), so --json can convert it again later. cmharness.benchmarks reads
-cm-micro's JSON (as harness/micro/timers does); cmharness.primitives holds what each benchmark
-measures, the tables, the comparisons and the seeds' figures; this tool runs cm-micro and writes
-the page and its JSON around them.
+build/micro.json (--save-json), so --json can convert it again later.
 Debian's /usr/bin/python3, standard library only.
 """
 import argparse
