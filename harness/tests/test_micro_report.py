@@ -1,6 +1,6 @@
 """Unit tests of harness/micro/report: reading cm-micro's JSON (repetitions and Google Benchmark's
-aggregates), the comparisons with their intervals, and the page and JSON it writes, from a small
-made-up run in cm-micro's format. Nothing is run.
+aggregates: cmharness.benchmarks), the comparisons with their intervals (cmharness.primitives), and
+the page and JSON it writes, from a small made-up run in cm-micro's format. Nothing is run.
 
     cd harness/tests && /usr/bin/python3 -m unittest test_micro_report -v
 """
@@ -14,7 +14,7 @@ import json  # noqa: E402
 import statistics  # noqa: E402
 import unittest  # noqa: E402
 
-from cmharness import stats  # noqa: E402
+from cmharness import benchmarks, primitives, stats  # noqa: E402
 
 from cmharness.tools import micro_report as report  # noqa: E402
 
@@ -78,16 +78,16 @@ def source(**changes):
 
 class Reading(unittest.TestCase):
     def test_groups_repetitions_aggregates_and_errors(self):
-        found, errors = report.load_results(run_json(CHEAP_POOL, PARSE_CM,
-                                                     errors=["BM_uring_nop"]))
+        found, errors = benchmarks.stats_of(run_json(CHEAP_POOL, PARSE_CM, errors=["BM_uring_nop"]))
         self.assertEqual(list(found), ["BM_offload_uv_pool", "BM_core_parse_get_cm"])
-        self.assertEqual(len(found["BM_offload_uv_pool"]["runs"]), 6)
-        self.assertEqual(sorted(found["BM_offload_uv_pool"]["aggregates"]),
-                         ["mean", "median", "stddev"])
+        pool = found["BM_offload_uv_pool"]
+        self.assertEqual((len(pool.real_runs), pool.repetitions), (6, 6))
+        self.assertAlmostEqual(pool.real_sd,  # Google Benchmark's aggregate, kept
+                               statistics.stdev([20.0, 21, 22, 20.5, 21.5, 21.2]) * 1e3)
         self.assertEqual(errors, {"BM_uring_nop": "io_uring unavailable: ENOSYS"})
 
     def test_stat_in_ns_with_an_interval(self):
-        s, _ = report.stats_of(run_json(CHEAP_POOL))
+        s, _ = benchmarks.stats_of(run_json(CHEAP_POOL))
         pool = s["BM_offload_uv_pool"]
         self.assertAlmostEqual(pool.real, statistics.mean([20.0, 21, 22, 20.5, 21.5, 21.2]) * 1e3)
         self.assertEqual(pool.real_runs[0], 20000.0)
@@ -96,38 +96,38 @@ class Reading(unittest.TestCase):
         self.assertEqual((e.low, e.high, e.n), (10000.0, 11000.0, 6))  # min and max of 6
 
     def test_aggregates_only_has_no_interval(self):
-        s, _ = report.stats_of(run_json(benchmark("BM_x", [1.0, 2, 3, 4, 5, 6], [1.0] * 6,
-                                                  repetitions=False)))
+        s, _ = benchmarks.stats_of(run_json(benchmark("BM_x", [1.0, 2, 3, 4, 5, 6], [1.0] * 6,
+                                                      repetitions=False)))
         e = s["BM_x"].estimate()
         self.assertFalse(e.has_interval)
         self.assertEqual((e.estimate, e.n), (3.5, 6))
-        self.assertEqual(report.ns_estimate(e), "3.50 [n=6]")
+        self.assertEqual(benchmarks.ns_estimate(e), "3.50 [n=6]")
 
     def test_one_repetition_stands_for_the_aggregates(self):
-        s, _ = report.stats_of(run_json(benchmark("BM_y", [250.0], [240.0], aggregates=False)))
+        s, _ = benchmarks.stats_of(run_json(benchmark("BM_y", [250.0], [240.0], aggregates=False)))
         self.assertEqual((s["BM_y"].real, s["BM_y"].real_median, s["BM_y"].real_sd),
                          (250.0, 250.0, None))
 
     def test_group_of(self):
-        self.assertEqual(report.group_of("BM_asio_uring_post_resume"), "asio")
-        self.assertEqual(report.group_of("BM_offload_uv_pool"), "offload")
-        self.assertEqual(report.group_of("BM_core_route/delay"), "core")
+        self.assertEqual(primitives.group_of("BM_asio_uring_post_resume"), "asio")
+        self.assertEqual(primitives.group_of("BM_offload_uv_pool"), "offload")
+        self.assertEqual(primitives.group_of("BM_core_route/delay"), "core")
 
 
 class Formatting(unittest.TestCase):
     def test_ns(self):
-        self.assertEqual(report.ns(28647.3), "28,647")
-        self.assertEqual(report.ns(14.26), "14.3")
-        self.assertEqual(report.ns(9.5), "9.50")
-        self.assertEqual(report.ns(None), "–")
+        self.assertEqual(benchmarks.ns(28647.3), "28,647")
+        self.assertEqual(benchmarks.ns(14.26), "14.3")
+        self.assertEqual(benchmarks.ns(9.5), "9.50")
+        self.assertEqual(benchmarks.ns(None), "–")
 
     def test_ns_estimate_takes_the_format_of_the_median(self):
-        self.assertEqual(report.ns_estimate(stats.Estimate(28647.0, 28100.2, 29310.9, 10)),
+        self.assertEqual(benchmarks.ns_estimate(stats.Estimate(28647.0, 28100.2, 29310.9, 10)),
                          "28,647 [28,100 29,311]")
 
     def test_table_row(self):
-        s, _ = report.stats_of(run_json(PARSE_CM))
-        row = report.table(["BM_core_parse_get_cm"], s).splitlines()[2]
+        s, _ = benchmarks.stats_of(run_json(PARSE_CM))
+        row = primitives.table(["BM_core_parse_get_cm"], s).splitlines()[2]
         self.assertTrue(row.startswith("| `BM_core_parse_get_cm` | `GET /delay/10`"), row)
         self.assertIn("| 173 [171 175] |", row)
 
@@ -135,33 +135,33 @@ class Formatting(unittest.TestCase):
 class Comparisons(unittest.TestCase):
     def test_no_difference_is_what_stats_says(self):
         e = stats.Estimate(1.0, 0.5, 1.5, 6)
-        self.assertEqual(stats.compare(e, e), report.NO_DIFFERENCE)
+        self.assertEqual(stats.compare(e, e), primitives.NO_DIFFERENCE)
 
     def test_offload_disjoint_and_overlapping(self):
-        s, _ = report.stats_of(run_json(CHEAP_POOL, DEAR_THREAD, NOISY_POOL, NOISY_THREAD))
-        c = {x["label"]: x for x in report.offload_comparisons(s)}
+        s, _ = benchmarks.stats_of(run_json(CHEAP_POOL, DEAR_THREAD, NOISY_POOL, NOISY_THREAD))
+        c = {x["label"]: x for x in primitives.offload_comparisons(s)}
         self.assertEqual(sorted(c), ["io_uring", "libuv"])
         self.assertEqual(c["libuv"]["real"]["cheaper"], "the pool")
-        self.assertEqual(c["io_uring"]["real"]["cheaper"], report.NO_DIFFERENCE)
-        self.assertEqual(report.tally(list(c.values()), "real"), (1, 0, 1))
-        line = report.compare_line(c["libuv"])
+        self.assertEqual(c["io_uring"]["real"]["cheaper"], primitives.NO_DIFFERENCE)
+        self.assertEqual(primitives.tally(list(c.values()), "real"), (1, 0, 1))
+        line = primitives.compare_line(c["libuv"])
         self.assertIn("pool 21,100 [20,000 22,000] ns", line)
         self.assertIn("the pool is cheaper, 2.4× (medians)", line)
         self.assertIn("no difference measured here (the intervals overlap)",
-                      report.compare_line(c["io_uring"]))
+                      primitives.compare_line(c["io_uring"]))
 
     def test_thread_cheaper(self):
-        s, _ = report.stats_of(run_json(
+        s, _ = benchmarks.stats_of(run_json(
             benchmark("BM_offload_asio_pool/real_time", [9.0, 9.5, 9.2, 9.1, 9.3, 9.4], [1.0] * 6),
             benchmark("BM_offload_asio_thread_detached/real_time", [5.0, 5.1, 5.2, 5.3, 5, 5.1],
                       [1.0] * 6)))
-        [c] = report.offload_comparisons(s)
+        [c] = primitives.offload_comparisons(s)
         self.assertEqual(c["label"], "asio (aeronet's way)")
         self.assertEqual(c["real"]["cheaper"], "the detached thread per call")
 
     def test_core_parse_notes(self):
-        s, _ = report.stats_of(run_json(PARSE_CM, PARSE_RAW))
-        notes = report.core_notes(report.core_comparisons(s))
+        s, _ = benchmarks.stats_of(run_json(PARSE_CM, PARSE_RAW))
+        notes = primitives.core_notes(primitives.core_comparisons(s))
         self.assertIn("cm::RequestParser 173 [171 175] ns, raw llhttp 93.2 [92.0 95.0] ns", notes)
         self.assertIn("the wrapper adds 80.0 ns (1.9× llhttp alone)", notes)
 

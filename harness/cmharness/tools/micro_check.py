@@ -14,9 +14,10 @@ them stopped with the clean "io_uring unavailable" skip, and that cm-micro still
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
+
+from cmharness import processes
 
 
 def fail(message):
@@ -38,8 +39,8 @@ def main():
         env["CM_URING_SIMULATE_ENOSYS"] = "1"
         selection = ["--benchmark_filter=uring"]
 
-    listed = subprocess.run([binary, "--benchmark_list_tests=true"] + selection,
-                            capture_output=True, text=True, timeout=60, env=env)
+    listed = processes.run([binary, "--benchmark_list_tests=true"] + selection, timeout=60,
+                           check=False, env=env)
     if listed.returncode != 0:
         fail(f"--benchmark_list_tests exited {listed.returncode}: {listed.stderr.strip()}")
     names = [line.strip() for line in listed.stdout.splitlines() if line.strip()]
@@ -52,9 +53,9 @@ def main():
 
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "micro.json")
-        run = subprocess.run([binary, "--benchmark_min_time=0.01", f"--benchmark_out={out}",
-                              "--benchmark_out_format=json"] + selection, capture_output=True,
-                             text=True, timeout=200, env=env)
+        run = processes.run([binary, "--benchmark_min_time=0.01", f"--benchmark_out={out}",
+                             "--benchmark_out_format=json"] + selection, timeout=200,
+                            check=False, env=env)
         if run.returncode != 0:
             fail(f"cm-micro exited {run.returncode}: {run.stderr.strip()[-2000:]}")
         with open(out) as f:

@@ -7,12 +7,10 @@ beside it, from cm-micro's JSON output.
     harness/micro/report --json run.json --out /tmp/micro.md   # ... into /tmp/micro.{md,json}
 
 It runs `cm-micro --benchmark_format=json --benchmark_repetitions=N`, which reports every
-repetition and Google Benchmark's aggregates over them, and writes one table per group (ns/op:
-mean, median, stddev and coefficient of variation over the repetitions, real and CPU time; the
-median with its 95% interval), the seeds' own figures converted to ns/op beside ours, and which
-offload (thread per call or pool) is cheaper here: each compared as the median over the
-repetitions with its distribution-free 95% interval (cmharness.stats.estimate), and "no difference
-measured here" where the two intervals overlap. It records where the figures come from
+repetition and Google Benchmark's aggregates over them (cmharness.benchmarks reads them), and writes
+the page around what cmharness.primitives makes of them: one table per group (ns/op: mean, median
+with its 95% interval, stddev and cv, real and CPU time), which offload (thread per call or pool)
+is cheaper here, the seeds' own figures beside ours. It records where the figures come from
 (cmharness.provenance: the machine, the commit, the tree hash of each model's folder, the load
 before and after) in the JSON. The raw output of the run, with that provenance, is kept in
 build/micro.json (--save-json), so --json can convert it again later.
@@ -25,455 +23,8 @@ import os
 import shlex
 import sys
 
-from cmharness import (ROOT, default_bin_dir, proc, processes, provenance, results,
-                       stats)
-
-GROUPS = [
-    ("core", "Shared core: cm_common over llhttp (one thread)",
-     "Parsing is measured twice on the same bytes: `cm` is cm::RequestParser (llhttp, the copies into "
-     "a cm::Request, the limit checks, one pause per head and per request), `llhttp` is raw llhttp "
-     "with empty callbacks; the difference is the wrapper's own cost."),
-    ("asio", "Boost.Asio, C++20 coroutines, one io_context (hint 1) run by one thread",
-     "`BM_asio_*` run on Asio's default epoll reactor (the asio_coro model); `BM_asio_uring_*` are the "
-     "same code compiled on Asio's io_uring backend (`BOOST_ASIO_HAS_IO_URING`, "
-     "`BOOST_ASIO_DISABLE_EPOLL`: the asio_coro_uring model). Each io_context holds a listening "
-     "socket, as a model's loop does: without an I/O object Asio has no reactor task and its thread "
-     "would wait on a condition variable instead of in the kernel's poll. On epoll every post round "
-     "then makes one `epoll_wait(0)` (`strace -c build/bin/cm-micro --benchmark_filter=BM_asio_post_resume "
-     "--benchmark_min_time=0.1` counted only `epoll_wait`, about one per iteration), while the "
-     "io_uring backend made no syscall at all for the same loop (`strace -f -c`, filter "
-     "`BM_asio_uring_post_resume`): it reads the completion ring in memory. On epoll a zero "
-     "steady_timer is a kernel timer: each iteration makes two `timerfd_settime` calls and one "
-     "`epoll_wait` (`strace -f -c ... --benchmark_filter=BM_asio_timer_zero --benchmark_min_time=0.2` "
-     "counted 18,952 `timerfd_settime` for 9,481 `epoll_wait`)."),
-    ("uv", "libuv, one uv_loop_t run by one thread, callbacks",
-     "Each loop also holds one uv_async_t, as a model's loop holds its stop handle, so a round goes "
-     "through `epoll_wait` as in a server. libuv keeps timers in its own heap: a due zero timer fires "
-     "in the next round's timer phase with no syscall besides that round's `epoll_wait(0)` (`strace -f "
-     "-c ... --benchmark_filter=BM_uv_timer_zero` counted only `epoll_wait`, about one per iteration)."),
-    ("uring", "io_uring, one ring run by one thread",
-     "`*_raw` use liburing alone (one `io_uring_submit_and_wait` per operation); the others go through "
-     "the uring_coro model's runtime (uring_coro/include/cm/uring/: Task, Ring, its awaitables). "
-     "`Ring::spawn` starts a task at once on the caller's thread (no loop round), unlike `co_spawn`, "
-     "which posts the start."),
-    ("offload", "Offload round trip: from the loop to a worker and back",
-     "Real time is the round trip as the loop sees it (the work itself is empty); loop CPU is the "
-     "loop thread's own CPU time per call (what aeronet calls event loop time per call)."),
-]
-
-WHAT = {
-    "BM_core_parse_get_cm": "`GET /delay/10` with Host, User-Agent, Accept (84 bytes), cm::RequestParser",
-    "BM_core_parse_get_llhttp": "the same bytes, raw llhttp",
-    "BM_core_parse_pipelined16_cm": "16 pipelined `GET /delay/10` in one buffer, cm::RequestParser",
-    "BM_core_parse_pipelined16_llhttp": "the same bytes, raw llhttp",
-    "BM_core_parse_chunked16k_cm": "`POST /echo`, 16 KiB body in 16 chunks, cm::RequestParser",
-    "BM_core_parse_chunked16k_llhttp": "the same bytes, raw llhttp",
-    "BM_core_route/delay": "cm::plan for `/delay/10`",
-    "BM_core_route/plaintext": "cm::plan for `/plaintext`",
-    "BM_core_route/not_found": "cm::plan for a 404",
-    "BM_core_serialize": "cm::serialize of the `/delay/10` reply (Date from its cache)",
-    "BM_core_session_round": "Session: received -> next -> write_reply (clock read included)",
-    "BM_asio_post_resume": "`co_await post(executor, use_awaitable)` on a loop holding a listener",
-    "BM_asio_post_resume_bare": "the same on an io_context without I/O objects (the seed's setup)",
-    "BM_asio_uring_post_resume_bare": "the same, Asio on io_uring, without I/O objects",
-    "BM_asio_timer_zero": "steady_timer armed at 0 and `co_await`ed",
-    "BM_asio_co_spawn": "co_spawn a coroutine that returns at once, run the loop until it ends",
-    "BM_asio_await_child": "`co_await` a child awaitable<void> (no suspension)",
-    "BM_uv_async_send": "uv_async_send + the uv_run(ONCE) that calls it back",
-    "BM_uv_idle_round": "one loop round (uv_run NOWAIT) with an idle callback",
-    "BM_uv_timer_zero": "uv_timer_start(0) + the round that fires it",
-    "BM_uv_callback_chain/1": "new context + handle, 1 callback, close, free",
-    "BM_uv_callback_chain/8": "new context + handle, 8 callbacks one round apart, close, free",
-    "BM_uring_nop_raw": "liburing: NOP submitted and reaped (one syscall)",
-    "BM_uring_timeout_zero_raw": "liburing: zero IORING_OP_TIMEOUT submitted and reaped",
-    "BM_uring_nop": "runtime: `co_await Nop(ring)` in a Task",
-    "BM_uring_timeout_zero": "runtime: `co_await Timeout(ring, 0ns)`",
-    "BM_uring_timeout_deadline_now": "runtime: `co_await Timeout(ring, steady_clock::now())` (absolute, as the model arms /delay)",
-    "BM_uring_spawn": "runtime: Ring::spawn of a Task that finishes at once",
-    "BM_uring_await_child": "runtime: `co_await` a child Task (no suspension)",
-    "BM_asio_uring_post_resume": "the same, Asio on io_uring",
-    "BM_asio_uring_timer_zero": "the same, Asio on io_uring",
-    "BM_asio_uring_co_spawn": "the same, Asio on io_uring",
-    "BM_asio_uring_await_child": "the same, Asio on io_uring",
-    "BM_offload_asio_uring_thread": "asio on io_uring, thread per call as the model (thread_pool(1), joined)",
-    "BM_offload_asio_uring_thread_detached": "asio on io_uring, detached std::thread per call",
-    "BM_offload_asio_uring_pool": "asio on io_uring, co_spawn onto a thread_pool (64 threads)",
-    "BM_offload_asio_thread": "asio, thread per call as the model does it (thread_pool(1), co_spawn, joined)",
-    "BM_offload_asio_thread_detached": "asio, detached std::thread per call (aeronet's deferWork)",
-    "BM_offload_asio_pool": "asio, co_spawn onto the model's thread_pool (64 threads)",
-    "BM_offload_uv_thread": "libuv, std::thread per call, uv_async_send back, joined (as the model)",
-    "BM_offload_uv_pool": "libuv, uv_queue_work (UV_THREADPOOL_SIZE=64, as the model)",
-    "BM_offload_uring_thread": "io_uring, std::thread per call, Ring::post back, joined",
-    "BM_offload_uring_pool": "io_uring, pool whose workers Ring::post completions back",
-}
-
-# The seeds' published figures, as printed there (seeds/003: boost.async, Table 6, "results for 50M
-# times in ms"; seeds/000: aeronet's async handler guide, Performance).
-BOOST_ASYNC_POSTS = 50_000_000
-BOOST_ASYNC_POST_MS = {  # (implementation, compiler) -> ms for 50M `co_await post`
-    ("async (boost.async task)", "gcc 12"): 2472, ("async (boost.async task)", "clang 16"): 2098,
-    ("awaitable (asio::awaitable)", "gcc 12"): 2432, ("awaitable (asio::awaitable)", "clang 16"): 2253,
-    ("stackful (boost.context)", "gcc 12"): 3655, ("stackful (boost.context)", "clang 16"): 3725,
-}
-# The seed's other tables (no counterpart here; converted for scale): (table, what, operations,
-# {(implementation, compiler): ms}).
-BOOST_ASYNC_OTHER = [
-    ("Table 7", "noop coroutines in parallel: zero-size channel send && receive", 3_000_000,
-     {("async", "gcc 12"): 1563, ("async", "clang 16"): 1468,
-      ("awaitable", "gcc 12"): 2800, ("awaitable", "clang 16"): 2805}),
-    ("Table 8", "immediate completion: size-1 channel send then receive", 10_000_000,
-     {("async", "gcc 12"): 1810, ("async", "clang 16"): 1864, ("awaitable", "gcc 12"): 3109,
-      ("awaitable", "clang 16"): 4110, ("stackful", "gcc 12"): 3922, ("stackful", "clang 16"): 4705}),
-    ("Table 9", "async::channel against asio::experimental::channel", 3_000_000,
-     {("async", "gcc"): 500, ("async", "clang"): 350, ("awaitable", "gcc"): 790,
-      ("awaitable", "clang"): 770, ("stackful", "gcc"): 867, ("stackful", "clang"): 907}),
-    ("Table 10", "associated allocator of an operation", 2_000_000,
-     {("std::allocator", "gcc"): 1136, ("std::allocator", "clang"): 1139,
-      ("async::monotonic", "gcc"): 1149, ("async::monotonic", "clang"): 1270,
-      ("pmr::monotonic", "gcc"): 1164, ("pmr::monotonic", "clang"): 1173,
-      ("async::sbo", "gcc"): 1021, ("async::sbo", "clang"): 1060}),
-]
-AERONET_DEFER_US = (10, 15)              # "about 10 to 15 µs of event loop time per call"
-AERONET_ASYNC_NO_SUSPENSION_RPS = 178_000  # Trivial, Async, no suspension, 1 server CPU
-AERONET_ASYNC_DEFER_RPS = 53_000           # Trivial, Async + deferWork(), 1 server CPU
-
-TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
-
-
-# -- reading cm-micro's JSON --------------------------------------------------------------------
-
-def load_results(data):
-    """({run_name: {"aggregates": {"mean": entry, ...}, "runs": [entry of each repetition]}},
-    {run_name: error message}) from cm-micro's JSON."""
-    found, errors = {}, {}
-    for b in data.get("benchmarks", []):
-        name = b.get("run_name", b["name"]).removesuffix("/real_time")
-        if b.get("error_occurred"):
-            errors[name] = b.get("error_message", "error")
-            continue
-        entry = found.setdefault(name, {"aggregates": {}, "runs": []})
-        if b.get("run_type") == "aggregate":
-            entry["aggregates"][b["aggregate_name"]] = b
-        else:
-            entry["runs"].append(b)
-    return found, errors
-
-
-def _ns(entry, key):
-    return entry[key] * TO_NS[entry.get("time_unit", "ns")]
-
-
-class Stat:
-    """ns/op figures of one benchmark: Google Benchmark's aggregates over the repetitions (mean,
-    median, stddev; a run of one repetition stands for all of them), and each repetition's own
-    times, which estimate() turns into a median with its interval."""
-
-    def __init__(self, aggregates, runs):
-        mean = aggregates.get("mean") or runs[0]
-        median = aggregates.get("median") or mean
-        stddev = aggregates.get("stddev")
-        self.real, self.cpu = _ns(mean, "real_time"), _ns(mean, "cpu_time")
-        self.real_median, self.cpu_median = _ns(median, "real_time"), _ns(median, "cpu_time")
-        self.real_sd = _ns(stddev, "real_time") if stddev else None
-        self.cpu_sd = _ns(stddev, "cpu_time") if stddev else None
-        self.items = mean.get("items_per_second")
-        self.bytes = mean.get("bytes_per_second")
-        self.repetitions = mean.get("repetitions", 1)
-        self.real_runs = [_ns(r, "real_time") for r in runs]
-        self.cpu_runs = [_ns(r, "cpu_time") for r in runs]
-
-    def estimate(self, kind="real"):
-        """The median over the repetitions of the real or the CPU time, with its 95% interval;
-        the median alone when the run kept only the aggregates (a run saved before the
-        repetitions were kept: --benchmark_report_aggregates_only)."""
-        runs = self.real_runs if kind == "real" else self.cpu_runs
-        if runs:
-            return stats.estimate(runs)
-        median = self.real_median if kind == "real" else self.cpu_median
-        return stats.Estimate(median, None, None, self.repetitions)
-
-    def to_json(self):
-        return {"group": None, "repetitions": self.repetitions,
-                "real_ns": {"mean": self.real, "median": self.real_median, "stddev": self.real_sd},
-                "cpu_ns": {"mean": self.cpu, "median": self.cpu_median, "stddev": self.cpu_sd},
-                "real_ns_median": self.estimate("real").to_json(),
-                "cpu_ns_median": self.estimate("cpu").to_json(),
-                "real_ns_repetitions": self.real_runs, "cpu_ns_repetitions": self.cpu_runs,
-                "items_per_second": self.items, "bytes_per_second": self.bytes}
-
-
-def stats_of(data):
-    """({name: Stat}, {name: error message}), in cm-micro's order."""
-    found, errors = load_results(data)
-    return {name: Stat(e["aggregates"], e["runs"]) for name, e in found.items()}, errors
-
-
-def group_of(name):
-    body = name[3:] if name.startswith("BM_") else name
-    return body.split("_", 1)[0]
-
-
-# -- formatting ---------------------------------------------------------------------------------
-
-def ns_format(value):
-    """The format of a figure in ns: whole ns from 100 on, more digits below."""
-    if value >= 100:
-        return "{:,.0f}"
-    if value >= 10:
-        return "{:.1f}"
-    return "{:.2f}"
-
-
-def ns(value):
-    return "–" if value is None else ns_format(value).format(value)
-
-
-def ns_estimate(e):
-    """"28,647 [28,100 29,310]": a median of ns with its interval (Estimate.format)."""
-    return e.format(ns_format(e.estimate))
-
-
-def pct(sd, mean):
-    return "–" if sd is None or not mean else f"{100 * sd / mean:.1f}%"
-
-
-def rate(value, unit):
-    if not value:
-        return ""
-    for factor, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if value >= factor:
-            return f"{value / factor:.2f} {prefix}{unit}/s"
-    return f"{value:.0f} {unit}/s"
-
-
-def table(names, stats_):
-    lines = ["| benchmark | what | real ns/op mean | median [95% interval] | stddev | cv "
-             "| CPU ns/op mean | CPU cv | throughput (mean) |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
-    for name in names:
-        s = stats_[name]
-        throughput = ", ".join(x for x in (rate(s.bytes, "B"), rate(s.items, "items")) if x)
-        lines.append(f"| `{name}` | {WHAT.get(name, '')} | {ns(s.real)} | "
-                     f"{ns_estimate(s.estimate('real'))} | {ns(s.real_sd)} | "
-                     f"{pct(s.real_sd, s.real)} | {ns(s.cpu)} | {pct(s.cpu_sd, s.cpu)} | "
-                     f"{throughput} |")
-    return "\n".join(lines)
-
-
-# -- comparisons: two medians, each with its interval -------------------------------------------
-
-#: What stats.compare says of two estimates whose intervals overlap.
-NO_DIFFERENCE = "no difference measured here"
-
-def cheaper(a, b, a_label, b_label):
-    """Which of two costs (Estimates) is lower: a_label, b_label, or "no difference measured here"
-    when their intervals overlap (always, without intervals)."""
-    verdict = stats.compare(a, b)
-    if verdict == "lower":
-        return a_label
-    if verdict == "higher":
-        return b_label
-    return verdict
-
-
-def said(winner, a, b):
-    """The end of a comparison's sentence: who is cheaper and by what factor of the medians."""
-    if winner == NO_DIFFERENCE:
-        return f"{winner} (the intervals overlap)"
-    low, high = sorted((a.estimate, b.estimate))
-    if low <= 0:
-        return f"{winner} is cheaper"
-    return f"{winner} is cheaper, {high / low:.1f}× (medians)"
-
-
-def compare_json(a_name, a, b_name, b, winner):
-    """{a_name: a's Estimate, b_name: b's, "cheaper": winner} for the JSON."""
-    return {a_name: a.to_json(), b_name: b.to_json(), "cheaper": winner}
-
-
-OFFLOAD_MODELS = (("asio", "asio"), ("asio_uring", "asio on io_uring"), ("uv", "libuv"),
-                  ("uring", "io_uring"))
-THREADS = (("thread", "thread per call", ""),
-           ("thread_detached", "detached thread per call", " (aeronet's way)"))
-
-
-def offload_pairs(stats_):
-    """(label, kind, pool name, thread name) of every pool measured with its thread per call."""
-    pairs = []
-    for model, label in OFFLOAD_MODELS:
-        pool = f"BM_offload_{model}_pool"
-        for suffix, kind, way in THREADS:
-            thread = f"BM_offload_{model}_{suffix}"
-            if pool in stats_ and thread in stats_:
-                pairs.append((label + way, kind, pool, thread))
-    return pairs
-
-
-def offload_comparisons(stats_):
-    """Every pool against its thread per call, in real time and in the loop thread's CPU:
-    [{"label", "kind", "pool", "thread", "real": {...}, "cpu": {...}}]."""
-    out = []
-    for label, kind, pool, thread in offload_pairs(stats_):
-        row = {"label": label, "kind": kind, "pool": pool, "thread": thread}
-        for time_kind in ("real", "cpu"):
-            p, t = stats_[pool].estimate(time_kind), stats_[thread].estimate(time_kind)
-            winner = cheaper(p, t, "the pool", f"the {kind}")
-            row[time_kind] = compare_json("pool", p, "thread", t, winner)
-        out.append(row)
-    return out
-
-
-def compare_line(c):
-    """One sentence per pair: the round trip and the loop thread's CPU, pool against thread."""
-    parts = []
-    for time_kind, what in (("real", "round trip (real time)"),
-                            ("cpu", "the loop thread's own CPU per call")):
-        p, t = (stats.Estimate.from_json(c[time_kind][k]) for k in ("pool", "thread"))
-        parts.append(f"{what}: pool {ns_estimate(p)} ns, {c['kind']} {ns_estimate(t)} ns: "
-                     f"{said(c[time_kind]['cheaper'], p, t)}")
-    return f"- {c['label']}: " + "; ".join(parts) + "."
-
-
-def tally(comparisons, time_kind):
-    """How many comparisons the pool won, a thread per call won, and neither."""
-    winners = [c[time_kind]["cheaper"] for c in comparisons]
-    pool, none = winners.count("the pool"), winners.count(NO_DIFFERENCE)
-    return pool, len(winners) - pool - none, none
-
-
-def fastest_line(stats_):
-    """The fastest pool round trip against the fastest thread per call (medians, real time)."""
-    pools = [n for n in stats_ if n.startswith("BM_offload_") and n.endswith("_pool")]
-    threads = [n for n in stats_ if n.startswith("BM_offload_") and "_thread" in n]
-    if not (pools and threads):
-        return ""
-    pool = min(pools, key=lambda n: stats_[n].estimate().estimate)
-    thread = min(threads, key=lambda n: stats_[n].estimate().estimate)
-    p, t = stats_[pool].estimate(), stats_[thread].estimate()
-    winner = cheaper(p, t, "a pool", "a thread per call")
-    return (f"The fastest pool round trip (`{pool}`, {ns_estimate(p)} ns) against the fastest "
-            f"thread per call (`{thread}`, {ns_estimate(t)} ns): {said(winner, p, t)}.")
-
-
-def offload_verdict(stats_, comparisons):
-    out = ["## Which offload is cheaper here", ""]
-    if not comparisons:
-        return "\n".join(out + ["No model had both offloads in this run."])
-    n = len(comparisons)
-    real, cpu = tally(comparisons, "real"), tally(comparisons, "cpu")
-    reps = max(stats_[c["pool"]].repetitions for c in comparisons)
-    out.append(
-        f"Each figure is the median over the repetitions ({reps}) with its 95% interval "
-        "`[low high]` (distribution-free, from the order statistics; an interval needs 6 "
-        "repetitions); where the two intervals of a comparison overlap, no difference is "
-        f"measured here. Round trips (real time): the pool is cheaper in {real[0]} of the {n} "
-        f"comparisons below, a thread per call in {real[1]}, no difference measured in "
-        f"{real[2]}. In the loop thread's own CPU per call, which scheduling disturbs less: the "
-        f"pool in {cpu[0]}, a thread per call in {cpu[1]}, no difference in {cpu[2]}. Medians, "
-        "because a thread per call varies widely from one repetition to the next (see the cv "
-        "column above): each one creates a thread, and how soon the kernel runs it depends on "
-        "what else the machine does. " + fastest_line(stats_) + " Per model:")
-    out.append("")
-    out += [compare_line(c) for c in comparisons]
-    return "\n".join(out)
-
-
-PARSE_CASES = (("get", "one `GET /delay/10`"), ("pipelined16", "16 pipelined requests"),
-               ("chunked16k", "a 16 KiB chunked body"))
-
-
-def core_comparisons(stats_):
-    """cm::RequestParser against raw llhttp on the same bytes, in CPU time."""
-    out = []
-    for case, label in PARSE_CASES:
-        cm_ = stats_.get(f"BM_core_parse_{case}_cm")
-        raw = stats_.get(f"BM_core_parse_{case}_llhttp")
-        if cm_ and raw:
-            a, b = cm_.estimate("cpu"), raw.estimate("cpu")
-            winner = cheaper(a, b, "cm::RequestParser", "raw llhttp")
-            out.append({"label": label, "case": case,
-                        "cpu": compare_json("cm", a, "llhttp", b, winner)})
-    return out
-
-
-def core_notes(comparisons):
-    out = []
-    for c in comparisons:
-        a, b = (stats.Estimate.from_json(c["cpu"][k]) for k in ("cm", "llhttp"))
-        line = (f"- {c['label']}: cm::RequestParser {ns_estimate(a)} ns, raw llhttp "
-                f"{ns_estimate(b)} ns (CPU, median [95% interval])")
-        if c["cpu"]["cheaper"] == NO_DIFFERENCE:
-            out.append(f"{line}: {NO_DIFFERENCE}.")
-        else:
-            out.append(f"{line}: the wrapper adds {ns(a.estimate - b.estimate)} ns "
-                       f"({a.estimate / b.estimate:.1f}× llhttp alone).")
-    return "\n".join(out)
-
-
-# -- the seeds' figures -------------------------------------------------------------------------
-
-SEED_POSTS = (("BM_asio_post_resume_bare", "no I/O object, as the seed"),
-              ("BM_asio_post_resume", "a loop holding a listener"),
-              ("BM_asio_uring_post_resume_bare", "io_uring backend, no I/O object"),
-              ("BM_asio_uring_post_resume", "io_uring backend, a loop holding a listener"))
-
-
-def boost_async_lines(stats_):
-    out = ["boost.async (seeds/003, Table 6: `co_await asio::post` in a loop, \"results for 50M "
-           "times in ms\"), converted as ms × 10⁶ / 50,000,000 = ns per post:", "",
-           "| implementation | compiler | seed: ms for 50M | seed: ns/post |",
-           "| --- | --- | ---: | ---: |"]
-    for (impl, compiler), ms in BOOST_ASYNC_POST_MS.items():
-        out.append(f"| {impl} | {compiler} | {ms:,} | {ms * 1e6 / BOOST_ASYNC_POSTS:.1f} |")
-    seed = BOOST_ASYNC_POST_MS[("awaitable (asio::awaitable)", "gcc 12")] * 1e6 / BOOST_ASYNC_POSTS
-    ours = [(n, label) for n, label in SEED_POSTS if n in stats_]
-    for name, label in ours:
-        post = stats_[name]
-        out.append(f"| **here**: `{name}` ({label}) | g++ 12 | "
-                   f"{post.real * BOOST_ASYNC_POSTS / 1e6:,.0f} (from the mean) | "
-                   f"**{ns(post.real)}** real, {ns(post.cpu)} CPU |")
-    out.append("")
-    if ours:
-        bare = stats_[ours[0][0]]
-        out.append(f"`{ours[0][0]}` costs {bare.real / seed:.1f}× the seed's asio::awaitable "
-                   f"figure on gcc 12 in real time ({bare.cpu / seed:.1f}× in CPU time). The seed "
-                   "does not name its machine, so only the order of magnitude compares.")
-    else:
-        out.append("(No asio post benchmark in this run: cm-micro was built without Boost.)")
-    out += ["", "The seed's other boost.async tables, converted the same way (ms × 10⁶ / "
-            "operations); cm-micro has no counterpart to them, they are here for scale:", "",
-            "| seed table | what | operations | implementation, compiler: ns/op |",
-            "| --- | --- | ---: | --- |"]
-    for label, what, count, figures in BOOST_ASYNC_OTHER:
-        cells = "; ".join(f"{impl} {compiler}: {ms * 1e6 / count:,.0f}"
-                          for (impl, compiler), ms in figures.items())
-        out.append(f"| {label} | {what} | {count:,} | {cells} |")
-    return out
-
-
-def aeronet_lines(stats_):
-    low, high = (us * 1000 for us in AERONET_DEFER_US)
-    derived = (1 / AERONET_ASYNC_DEFER_RPS - 1 / AERONET_ASYNC_NO_SUSPENSION_RPS) * 1e9
-    out = [f"aeronet (seeds/000): \"deferWork() costs about {AERONET_DEFER_US[0]} to "
-           f"{AERONET_DEFER_US[1]} µs of event loop time per call\", i.e. {low:,}–{high:,} "
-           "ns/op, mostly the thread creation. Its own table agrees: on 1 server CPU a trivial "
-           f"async handler serves {AERONET_ASYNC_NO_SUSPENSION_RPS:,} requests/s without "
-           f"suspension and {AERONET_ASYNC_DEFER_RPS:,} with one deferWork, "
-           f"1/{AERONET_ASYNC_DEFER_RPS:,} − "
-           f"1/{AERONET_ASYNC_NO_SUSPENSION_RPS:,} s = {derived:,.0f} ns more per request.", "",
-           "| offload here | round trip, real ns/op (mean) | loop thread CPU ns/op (mean) "
-           "| aeronet: ns/op per deferWork |",
-           "| --- | ---: | ---: | ---: |"]
-    for name in sorted(n for n in stats_ if n.startswith("BM_offload_")):
-        s = stats_[name]
-        seed = f"{low:,}–{high:,}" if "thread" in name else "(no pool in aeronet)"
-        out.append(f"| `{name}` | {ns(s.real)} | {ns(s.cpu)} | {seed} |")
-    return out
-
-
-def seeds_section(stats_):
-    out = ["## The seeds' figures beside ours", ""] + boost_async_lines(stats_) + [""]
-    return "\n".join(out + aeronet_lines(stats_))
+from cmharness import ROOT, benchmarks, default_bin_dir, primitives, proc, processes, provenance, \
+    results
 
 
 # -- the page and its JSON ----------------------------------------------------------------------
@@ -553,46 +104,34 @@ def header_lines(context, source, reps, json_name):
     return out
 
 
-def group_sections(stats_):
-    out = []
-    for key, title, intro in GROUPS:
-        names = [n for n in stats_ if group_of(n) == key]
-        if not names:
-            continue
-        out += [f"## {title}", ""] + ([intro, ""] if intro else []) + [table(names, stats_), ""]
-        notes = core_notes(core_comparisons(stats_)) if key == "core" else ""
-        if notes:
-            out += [notes, ""]
-    return out
-
-
 def render(data, source, json_name):
     """The whole of results/micro.md."""
     context = data.get("context", {})
-    stats_, errors = stats_of(data)
+    stats_, errors = benchmarks.stats_of(data)
     reps = max((s.repetitions for s in stats_.values()), default=1)
     out = header_lines(context, source, reps, json_name)
     out += ["## Machine", ""] + machine_lines(source.prov["machine"], context) + [""]
-    out += group_sections(stats_)
+    out += primitives.group_sections(stats_)
     if errors:
         out += ["## Not measured in this run", ""]
         out += [f"- `{name}`: {message}" for name, message in errors.items()] + [""]
-    out += [offload_verdict(stats_, offload_comparisons(stats_)), "", seeds_section(stats_), ""]
+    out += [primitives.offload_verdict(stats_, primitives.offload_comparisons(stats_)), "",
+            primitives.seeds_section(stats_), ""]
     return "\n".join(out)
 
 
 def record(data, source):
     """results/micro.json: the provenance, the conditions, every benchmark and comparison."""
-    stats_, errors = stats_of(data)
-    benchmarks = {}
-    for name, s in stats_.items():
-        benchmarks[name] = dict(s.to_json(), group=group_of(name))
+    stats_, errors = benchmarks.stats_of(data)
+    figures = {name: {"group": primitives.group_of(name), **s.to_json()}
+               for name, s in stats_.items()}
     return {"tool": "harness/micro/report", "command": source.invoked,
             "cm_micro_command": source.command, "provenance": source.prov,
             "provenance_read": source.prov_when, "run_date": data.get("context", {}).get("date"),
             "load_average_before": source.load_before, "load_average_after": source.load_after,
-            "note": source.note, "benchmarks": benchmarks, "errors": errors,
-            "offload": offload_comparisons(stats_), "core_parse": core_comparisons(stats_)}
+            "note": source.note, "benchmarks": figures, "errors": errors,
+            "offload": primitives.offload_comparisons(stats_),
+            "core_parse": primitives.core_comparisons(stats_)}
 
 
 # -- main ---------------------------------------------------------------------------------------
@@ -600,24 +139,15 @@ def record(data, source):
 def run_cm_micro(args):
     """Runs cm-micro; its JSON, its context extended with the command, the load before and after
     and the provenance, saved to --save-json."""
-    cmd = [args.binary, "--benchmark_format=json", f"--benchmark_repetitions={args.repetitions}"]
-    if args.min_time is not None:
-        cmd.append(f"--benchmark_min_time={args.min_time}")
+    cmd = [args.binary, "--benchmark_format=json", f"--benchmark_repetitions={args.repetitions}",
+           f"--benchmark_min_time={args.min_time}"]
     if args.filter:
         cmd.append(f"--benchmark_filter={args.filter}")
-    print("report: running " + shlex.join(cmd), file=sys.stderr)
     prov = micro_provenance(os.path.dirname(os.path.abspath(args.binary)))
-    done = processes.run(cmd, check=False)
-    load_after = proc.load_average()
-    if done.stderr.strip():
-        print(done.stderr.rstrip(), file=sys.stderr)
-    if done.returncode != 0:
-        sys.exit(f"report: cm-micro {processes.describe(done.returncode)}")
-    data = json.loads(done.stdout)
-    shown = [os.path.relpath(cmd[0], ROOT) if cmd[0].startswith(ROOT + "/") else cmd[0]] + cmd[1:]
+    data = benchmarks.run(cmd, "report")
     data.setdefault("context", {}).update(
-        {"cm_micro_command": shlex.join(shown), "load_before": prov["load_average"],
-         "load_after": list(load_after), "cm_provenance": prov})
+        {"cm_micro_command": processes.shown(cmd), "load_before": prov["load_average"],
+         "load_after": list(proc.load_average()), "cm_provenance": prov})
     if args.save_json:
         os.makedirs(os.path.dirname(os.path.abspath(args.save_json)), exist_ok=True)
         with open(args.save_json, "w") as f:

@@ -20,8 +20,8 @@ import os
 import shlex
 import sys
 
-from cmharness import ROOT, charts, default_bin_dir, proc, processes, provenance, results, \
-    stats
+from cmharness import ROOT, benchmarks, charts, default_bin_dir, proc, processes, provenance, \
+    results, stats
 
 OPS = (("arm_cancel", "arm + cancel"), ("expire", "arm due + fire"))
 #: cm-micro's group -> (the model it stands for, where its timers live).
@@ -37,31 +37,18 @@ STRUCTURES = {
 
 def parse(data):
     """{(group, op, pending): [CPU ns of each repetition]} and {name: error} from cm-micro's JSON."""
-    found, errors = {}, {}
-    for b in data.get("benchmarks", []):
-        name = b.get("run_name", b["name"])
-        if b.get("error_occurred"):
-            errors[name] = b.get("error_message", "error")
-            continue
-        if b.get("run_type") == "aggregate":
-            continue
+    found, errors = benchmarks.stats_of(data)
+    out = {}
+    for name, s in found.items():
         head, _, arg = name.partition("/pending:")
-        body = head.removeprefix("BM_")
-        group, _, op = body.partition("_timers_")
-        unit = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[b.get("time_unit", "ns")]
-        found.setdefault((group, op, int(arg)), []).append(b["cpu_time"] * unit)
-    return found, errors
+        group, _, op = head.removeprefix("BM_").partition("_timers_")
+        if s.cpu_runs:
+            out[(group, op, int(arg))] = s.cpu_runs
+    return out, errors
 
 
 def estimates(found):
     return {key: stats.estimate(values) for key, values in found.items()}
-
-
-def fmt(e):
-    if e is None:
-        return "-"
-    f = "{:,.0f}" if e.estimate >= 100 else "{:.1f}"
-    return e.format(f)
 
 
 def table(est, sizes):
@@ -71,7 +58,7 @@ def table(est, sizes):
     for group, (model, where) in STRUCTURES.items():
         if not any(k[0] == group for k in est):
             continue
-        cells = [fmt(est.get((group, op, n))) if (group, op, n) in est else "not run"
+        cells = [benchmarks.ns_estimate(est[(group, op, n)]) if (group, op, n) in est else "not run"
                  for op, _ in OPS for n in sizes]
         lines.append(f"| {model} | {where} | " + " | ".join(cells) + " |")
     return lines
@@ -164,19 +151,14 @@ def main():
            f"--benchmark_repetitions={args.repetitions}",
            f"--benchmark_min_time={args.min_time:g}"]
     prov = provenance.provenance(os.path.dirname(os.path.abspath(args.binary)))
-    print("timers: running " + shlex.join(cmd), file=sys.stderr)
-    done = processes.run(cmd, [cpu], check=False, timeout=1800)
-    if done.returncode != 0:
-        sys.exit(f"timers: cm-micro {processes.describe(done.returncode)}: {done.stderr[-500:]}")
-    data = json.loads(done.stdout)
+    data = benchmarks.run(cmd, "timers", [cpu], timeout=1800)
     found, errors = parse(data)
     est = estimates(found)
     sizes = sorted({k[2] for k in found})
-    shown = [os.path.relpath(cmd[0], ROOT) if cmd[0].startswith(ROOT + "/") else cmd[0]] + cmd[1:]
     meta = {"provenance": prov, "ended_utc": provenance.utc_now(),
             "load_after": list(proc.load_average()), "cpu": cpu, "repetitions": args.repetitions,
-            "command": " ".join(["harness/micro/timers", *map(shlex.quote, sys.argv[1:])]),
-            "cm_micro": shlex.join(shown)}
+            "command": shlex.join(["harness/micro/timers"] + sys.argv[1:]),
+            "cm_micro": processes.shown(cmd)}
     os.makedirs(args.out, exist_ok=True)
     chart = draw(est, sizes, os.path.join(args.out, "timers.png"))
     with open(os.path.join(args.out, "README.md"), "w") as f:
