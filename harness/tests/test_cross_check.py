@@ -20,7 +20,7 @@ import types  # noqa: E402
 import unittest  # noqa: E402
 from unittest import mock  # noqa: E402
 
-from cmharness import ROOT, loadgen_report, processes, stats  # noqa: E402
+from cmharness import ROOT, loadgen, processes, stats  # noqa: E402
 
 from cmharness.tools import cross_check as cc  # noqa: E402
 
@@ -218,7 +218,7 @@ class Page(unittest.TestCase):
     def test_markdown(self):
         doc = made_up_doc(syscalls=self.SYSCALLS, note="quiet machine")
         self.assertTrue(all(v["passed"] for v in doc["verdicts"].values()))
-        text = loadgen_report.cross_check_page(doc, "loadgen.json")
+        text = loadgen.cross_check_page(doc, "loadgen.json")
         for part in ("# cm-load against wrk", "Regenerate: `harness/cross-check --no-build`",
                      "- `/plaintext`: cm-load / wrk = 1.023 [1.020 1.025]: **pass** (cm-load "
                      "measured faster than wrk",
@@ -240,7 +240,7 @@ class Page(unittest.TestCase):
         doc = made_up_doc(results=made_up_results(cm_factor=0.9))
         self.assertFalse(doc["verdicts"]["/plaintext"]["passed"])
         self.assertIn("**FAIL** (cm-load measured slower than wrk",
-                      loadgen_report.cross_check_page(doc, "x.json"))
+                      loadgen.cross_check_page(doc, "x.json"))
 
     def test_record(self):
         doc = made_up_doc(syscalls=self.SYSCALLS)

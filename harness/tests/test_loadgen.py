@@ -1,7 +1,7 @@
 """cmharness.loadgen: what harness/cross-check and harness/tsung-check share -- the rounds in
-alternating order, cm-load run pinned and read, a client's command as the page shows it -- and
-cmharness.loadgen_report's verdict of a ratio against 1. Nothing is measured (cm-load is stood in
-for by sh).
+alternating order, cm-load run pinned and read, a client's command as the page shows it, the
+verdict of a ratio against 1 (their pages are tested in test_cross_check and test_tsung_check).
+Nothing is measured (cm-load is stood in for by sh).
 
     cd harness/tests && /usr/bin/python3 -m unittest test_loadgen -v
 """
@@ -15,7 +15,7 @@ import tempfile  # noqa: E402
 import unittest  # noqa: E402
 from unittest import mock  # noqa: E402
 
-from cmharness import ROOT, loadgen, loadgen_report, stats  # noqa: E402
+from cmharness import ROOT, loadgen, stats  # noqa: E402
 import test_load  # noqa: E402
 
 DOC = test_load.ResponsesTotalAndStopWhen.DOC  # a minimal cm-load JSON
@@ -55,14 +55,14 @@ class CmLoad(unittest.TestCase):
 
 class AgainstOne(unittest.TestCase):
     def test_where_the_interval_lies(self):
-        self.assertEqual(loadgen_report.against_one(stats.Estimate(1.2, 1.1, 1.3, 6)), "higher")
-        self.assertEqual(loadgen_report.against_one(stats.Estimate(0.8, 0.7, 0.9, 6)), "lower")
+        self.assertEqual(loadgen.against_one(stats.Estimate(1.2, 1.1, 1.3, 6)), "higher")
+        self.assertEqual(loadgen.against_one(stats.Estimate(0.8, 0.7, 0.9, 6)), "lower")
         for e in (stats.Estimate(1.0, 0.9, 1.1, 6), stats.Estimate(2.0, None, None, 3)):
-            self.assertEqual(loadgen_report.against_one(e), "no difference measured here")
+            self.assertEqual(loadgen.against_one(e), "no difference measured here")
 
     def test_median_text(self):
-        self.assertEqual(loadgen_report.median_text([]), "-")
-        self.assertEqual(loadgen_report.median_text([1, 2, 3], "{:.1f}"), "2.0 [n=3]")
+        self.assertEqual(loadgen.median_text([]), "-")
+        self.assertEqual(loadgen.median_text([1, 2, 3], "{:.1f}"), "2.0 [n=3]")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import tempfile  # noqa: E402
 import unittest  # noqa: E402
 import xml.etree.ElementTree as ET  # noqa: E402
 
-from cmharness import ROOT, loadgen_report, results  # noqa: E402
+from cmharness import ROOT, loadgen, results  # noqa: E402
 from cmharness.tools import tsung_check as tc  # noqa: E402
 
 HEADER = "#date;pid;id;http method;host;URL;HTTP status;size;duration;transaction;match;error;tag"
@@ -78,13 +78,13 @@ class TheSection(unittest.TestCase):
             "cm-load": [tc.Run("cm-load", 1000, 1000, 0.5, 6.0, 4000, 0, "cm-load ...")] * 6}
 
     def test_medians_and_within_round_ratios_per_model_and_rate(self):
-        lines = loadgen_report.tsung_table(made_up_record(self.RUNS)["runs"])
+        lines = loadgen.tsung_table(made_up_record(self.RUNS)["runs"])
         self.assertIn("| asio_coro | 1,000 | tsung | 1,000 [1,000 1,000] | 1.000 [1.000 1.000] "
                       "| 4.000 [4.000 4.000] | 0 |  |  |", lines)
         self.assertIn("| 0.50 [0.50 0.50] | 1.50 [1.50 1.50] |", lines[-1])
 
     def test_the_section_says_what_the_table_does_and_where_it_comes_from(self):
-        text = loadgen_report.tsung_section(made_up_record(self.RUNS))
+        text = loadgen.tsung_section(made_up_record(self.RUNS))
         for part in ("<!-- tsung-check -->\n## An open loop against tsung's",
                      "(Debian's open-loop generator, tsung 1.7.0)",
                      "- asio_coro at 1,000 rps: cm-load's p50 is 0.50 [0.50 0.50] of tsung's "
@@ -98,7 +98,7 @@ class TheSection(unittest.TestCase):
 
     def test_a_rate_tsung_did_not_keep_is_not_compared(self):
         slow = dict(self.RUNS, tsung=[tc.Run("tsung", 1000, 900, 1.0, 4.0, 3600, 0, "t")] * 6)
-        self.assertEqual(loadgen_report.tsung_findings(made_up_record(slow)["runs"]),
+        self.assertEqual(loadgen.tsung_findings(made_up_record(slow)["runs"]),
                          ["- asio_coro at 1,000 rps: tsung did not keep its rate (it answered "
                           "900 rps): its figures are its own limit (a connection and an Erlang "
                           "process per request, on one CPU), not the server's; compare at the "
@@ -121,7 +121,7 @@ class TheSection(unittest.TestCase):
             rec = json.load(f)
         with open(os.path.join(folder, "loadgen.md")) as f:
             page = f.read()
-        self.assertEqual(results.block_of(page, "tsung-check"), loadgen_report.tsung_section(rec))
+        self.assertEqual(results.block_of(page, "tsung-check"), loadgen.tsung_section(rec))
 
 
 if __name__ == "__main__":

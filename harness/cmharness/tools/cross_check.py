@@ -27,7 +27,7 @@ polling) and the server's, read from /proc. Exit status 0 when both checks pass.
 
 Writes results/loadgen.json (beside --out): the provenance (machine, commit, load, the tree hash
 of each model's folder), every run, the ratios and the commands; and from it results/loadgen.md
-(--out; cmharness.loadgen_report), keeping the section harness/tsung-check wrote there.
+(--out; cmharness.loadgen), keeping the section harness/tsung-check wrote there.
 Loopback only; every run is bounded by --duration; the server is stopped on the way out.
 Run with /usr/bin/python3 (Debian's), which this file names in its first line.
 """
@@ -41,7 +41,7 @@ import tempfile
 
 from cmharness import ROOT, load, loadgen, parsers, proc, processes, provenance, results, \
     servers, stats
-from cmharness.loadgen_report import CLIENTS, NO_SPIN, TSUNG_BLOCK, against_one, \
+from cmharness.loadgen import CLIENTS, NO_SPIN, TSUNG_BLOCK, against_one, \
     cross_check_page, rounds_text, verdict_lines
 
 #: How far cm-load / wrk may stray from 1 on the delay target.
@@ -112,7 +112,7 @@ def ratios_to_wrk(found):
 
 def record(args, found, syscalls, *, command, prov, ended_utc, load_after, model,
            server_threads, server_command, pinning, wrk):
-    """results/loadgen.json, all its page is written from (loadgen_report.cross_check_page): the
+    """results/loadgen.json, all its page is written from (loadgen.cross_check_page): the
     provenance, the settings, the ratios, the verdicts, every run (`found`: {target: {client:
     [ClientRun per round]}}), the system calls per answer (None when not counted)."""
     ratios = ratios_to_wrk(found)

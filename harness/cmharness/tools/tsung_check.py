@@ -34,7 +34,7 @@ import tempfile
 
 from cmharness import ROOT, default_bin_dir, load, loadgen, proc, processes, provenance, results, \
     servers
-from cmharness.loadgen_report import TSUNG_BLOCK, TSUNG_CLIENTS, tsung_section
+from cmharness.loadgen import TSUNG_BLOCK, TSUNG_CLIENTS, tsung_section
 
 CONFIG = """<?xml version="1.0"?>
 <!DOCTYPE tsung SYSTEM "/usr/share/tsung/tsung-1.0.dtd">
