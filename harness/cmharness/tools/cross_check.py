@@ -160,7 +160,8 @@ class Clients:
         return loadgen.shown(argv, self.server.port, self.json_path)
 
     def run(self, tool, path):
-        argv, timeout = self.argv(tool, path, self.args.duration), self.args.duration + 60
+        argv = self.argv(tool, path, self.args.duration)
+        timeout = self.args.duration + 60
         cpu0 = self.server.cpu_seconds()
         if tool == "wrk":
             done = processes.run(argv, self.cpus, timeout=timeout)
