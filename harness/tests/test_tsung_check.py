@@ -96,14 +96,6 @@ class TheSection(unittest.TestCase):
             self.assertIn(part, text)
         self.assertTrue(text.endswith("<!-- /tsung-check -->"))
 
-    def test_a_rate_tsung_did_not_keep_is_not_compared(self):
-        slow = dict(self.RUNS, tsung=[tc.Run("tsung", 1000, 900, 1.0, 4.0, 3600, 0, "t")] * 6)
-        self.assertEqual(loadgen.tsung_findings(made_up_record(slow)["runs"]),
-                         ["- asio_coro at 1,000 rps: tsung did not keep its rate (it answered "
-                          "900 rps): its figures are its own limit (a connection and an Erlang "
-                          "process per request, on one CPU), not the server's; compare at the "
-                          "lower rate."])
-
     def test_write_replaces_its_own_block_only(self):
         rec = made_up_record(self.RUNS)
         with tempfile.TemporaryDirectory() as tmp:
