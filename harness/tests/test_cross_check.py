@@ -1,6 +1,7 @@
 """Unit tests of harness/cross-check: its verdicts on the paired ratios, the order of its rounds,
-the commands it runs and shows, and the page and JSON it writes from a made-up run. Nothing is
-started and nothing measured (wrk's and strace's output are read in test_parsers.py).
+the commands it runs and shows, what it reads of each client (processes.run faked), and the JSON
+it records of a made-up run and the page written from it. Nothing is started and nothing measured
+(wrk's and strace's output are read in test_parsers.py).
 
     cd harness/tests && /usr/bin/python3 -m unittest test_cross_check -v
 """
@@ -14,12 +15,16 @@ import contextlib  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
+import tempfile  # noqa: E402
 import types  # noqa: E402
 import unittest  # noqa: E402
+from unittest import mock  # noqa: E402
 
-from cmharness import ROOT, stats  # noqa: E402
+from cmharness import ROOT, loadgen, processes, stats  # noqa: E402
 
 from cmharness.tools import cross_check as cc  # noqa: E402
+import test_load  # noqa: E402
+import test_parsers  # noqa: E402
 
 
 def args(**changes):
@@ -57,11 +62,17 @@ PROV = {"machine": {"cpu_model": "Test CPU", "logical_cpus": 2, "memory": "4.0 G
         "trees": {"asio_coro": "aaaa", "common": "cccc"}, "recorded_utc": "2026-12-01 10:00:00 UTC"}
 
 
-def outcome(results=None, syscalls=None, **changes):
-    return cc.Outcome(args(**changes), "harness/cross-check --no-build", "asio_coro", 1,
-                      "build/release/bin/cm-server --model asio_coro --port 0",
-                      "cm-server on CPU 0, the clients on CPU 1", PROV, "2026-12-01 10:02:00 UTC",
-                      (0.6, 0.4, 0.3), results or made_up_results(), syscalls, "wrk 4.1.0")
+RAN = dict(command="harness/cross-check --no-build", prov=PROV,
+           ended_utc="2026-12-01 10:02:00 UTC", load_after=(0.6, 0.4, 0.3), model="asio_coro",
+           server_threads=1,
+           server_command="build/release/bin/cm-server --model asio_coro --port 0",
+           pinning="cm-server on CPU 0, the clients on CPU 1", wrk="wrk 4.1.0")
+
+
+def made_up_doc(results=None, syscalls=None, **changes):
+    """results/loadgen.json of a made-up run, through JSON as the page is written from it."""
+    doc = cc.record(args(**changes), results or made_up_results(), syscalls, **RAN)
+    return json.loads(json.dumps(doc))
 
 
 class Verdicts(unittest.TestCase):
@@ -125,9 +136,9 @@ class Rounds(unittest.TestCase):
         server = types.SimpleNamespace(port=40123, url=lambda p: f"http://127.0.0.1:40123{p}")
         bin_dir = os.path.join(ROOT, "build", "release", "bin")
         clients = cc.Clients(server, args(connections=50, threads=2), bin_dir, [1], "/tmp/cc-x")
-        self.assertEqual(clients.shown(clients.wrk_argv(server.url("/plaintext"), 3)),
+        self.assertEqual(clients.shown(clients.argv("wrk", "/plaintext", 3)),
                          "wrk -t 2 -c 50 -d 3s --latency http://127.0.0.1:PORT/plaintext")
-        shown = clients.shown(clients.cm_load_argv(server.url("/delay/10"), 3, ("--spin-us", "0")))
+        shown = clients.shown(clients.argv(cc.NO_SPIN, "/delay/10", 3))
         self.assertTrue(shown.startswith("build/release/bin/cm-load http://127.0.0.1:PORT/delay/10 "
                                          "--connections 50 --threads 2 --duration 3 --warmup 0"),
                         shown)
@@ -135,14 +146,72 @@ class Rounds(unittest.TestCase):
         self.assertTrue(shown.endswith("--spin-us 0"))
 
 
+#: cm-load's JSON of a run with 2 threads, 2 s measured, 1 s of its CPU idle polling.
+CM_LOAD = dict(test_load.ResponsesTotalAndStopWhen.DOC, threads=2, duration_s=2, rps=150000.0,
+               client_cpu_s=3.0, client_spin_s=1.0, responses_total=300010,
+               latency_us=dict(test_load.ResponsesTotalAndStopWhen.DOC["latency_us"], p50=650,
+                               p99=850))
+
+
+class Running(unittest.TestCase):
+    """Clients.run on a made-up server, processes.run faked: what each client's output becomes."""
+
+    def fake_run(self, argv, cpus=(), *, timeout=None, check=True, env=None):
+        self.ran.append((list(argv), list(cpus)))
+        if argv[0] == "strace":  # strace -f -c -o FILE client...: a count of 300,000 sendto
+            with open(argv[4], "w") as f:
+                f.write(" 52.10    0.120000           2    300000           sendto\n")
+            argv = argv[5:]
+        if argv[0] != "wrk":
+            with open(argv[argv.index("--json") + 1], "w") as f:
+                json.dump(CM_LOAD, f)
+        return processes.Finished(list(argv), 0, test_parsers.WRK_LATENCY if argv[0] == "wrk" else "", "",
+                                  2.0, 1.5)
+
+    def test_each_client_read_and_shown(self):
+        self.ran, cpu = [], iter([10.0, 11.9, 20.0, 21.8])
+        server = types.SimpleNamespace(port=40123, url=lambda p: f"http://127.0.0.1:40123{p}",
+                                       cpu_seconds=lambda: next(cpu))
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(processes, "run", self.fake_run):
+            a = args(connections=50, threads=2, duration=2)
+            clients = cc.Clients(server, a, None, [1], tmp)
+            wrk, cm = clients.run("wrk", "/plaintext"), clients.run(cc.NO_SPIN, "/plaintext")
+        self.assertEqual([cpus for _, cpus in self.ran], [[1], [1]])
+        self.assertEqual((wrk.rps, wrk.p99_ms, wrk.client_busy, wrk.client_spin),
+                         (144000.5, 1.05, 1.5 / 2.0 / 2, None))  # wrk's CPU over its threads
+        self.assertAlmostEqual(wrk.server_busy, 0.95)
+        self.assertEqual(wrk.command,
+                         "wrk -t 2 -c 50 -d 2s --latency http://127.0.0.1:PORT/plaintext")
+        self.assertEqual((cm.rps, cm.p50_ms, cm.p99_ms, cm.client_busy, cm.client_spin),
+                         (150000.0, 0.65, 0.85, 2.0 / 4, 1.0 / 4))
+        self.assertAlmostEqual(cm.server_busy, 0.9)
+        self.assertTrue(cm.command.endswith("--json out.json --quiet --spin-us 0"), cm.command)
+
+    def test_system_calls_per_answer_of_each_client(self):
+        self.ran = []
+        server = types.SimpleNamespace(port=1, url=lambda p: f"http://127.0.0.1:1{p}")
+        with tempfile.TemporaryDirectory() as tmp, \
+                mock.patch.object(processes, "run", self.fake_run):
+            found = cc.Clients(server, args(), None, [1], tmp).syscalls_per_answer("/x", tmp)
+        self.assertEqual(found, {"wrk": {"sendto": 300000 / 432000},
+                                 "cm-load": {"sendto": 300000 / 300010}})
+        wrk, cm = (argv for argv, _ in self.ran)
+        self.assertEqual(wrk[5:], ["wrk", "-t", "1", "-c", "100", "-d", "2s", "--latency",
+                                   "http://127.0.0.1:1/x"])  # 2 s, under strace -f -c -o FILE
+        self.assertEqual(cm[5:7] + cm[cm.index("--duration"):][:2],
+                         [os.path.join(cc.load.default_bin_dir(), "cm-load"),
+                          "http://127.0.0.1:1/x", "--duration", "2"])
+
+
 class Page(unittest.TestCase):
     SYSCALLS = {"wrk": {"epoll_ctl": 2.01, "read": 1.0, "write": 1.0},
                 "cm-load": {"read": 1.0, "sendto": 1.0}}
 
     def test_markdown(self):
-        o = outcome(syscalls=self.SYSCALLS, note="quiet machine")
-        self.assertTrue(o.passed())
-        text = cc.markdown(o, "loadgen.json")
+        doc = made_up_doc(syscalls=self.SYSCALLS, note="quiet machine")
+        self.assertTrue(all(v["passed"] for v in doc["verdicts"].values()))
+        text = loadgen.cross_check_page(doc, "loadgen.json")
         for part in ("# cm-load against wrk", "Regenerate: `harness/cross-check --no-build`",
                      "- `/plaintext`: cm-load / wrk = 1.023 [1.020 1.025]: **pass** (cm-load "
                      "measured faster than wrk",
@@ -161,12 +230,13 @@ class Page(unittest.TestCase):
         self.assertIn("wrk http://127.0.0.1:PORT/x", commands)
 
     def test_fail_when_cm_load_is_slower(self):
-        o = outcome(results=made_up_results(cm_factor=0.9))
-        self.assertFalse(o.passed())
-        self.assertIn("**FAIL** (cm-load measured slower than wrk", cc.markdown(o, "x.json"))
+        doc = made_up_doc(results=made_up_results(cm_factor=0.9))
+        self.assertFalse(doc["verdicts"]["/plaintext"]["passed"])
+        self.assertIn("**FAIL** (cm-load measured slower than wrk",
+                      loadgen.cross_check_page(doc, "x.json"))
 
     def test_record(self):
-        doc = json.loads(json.dumps(cc.record(outcome(syscalls=self.SYSCALLS))))
+        doc = made_up_doc(syscalls=self.SYSCALLS)
         self.assertEqual(doc["provenance"]["trees"], PROV["trees"])
         self.assertEqual(doc["ratios_to_wrk"]["/plaintext"]["cm-load"]["n"], 6)
         self.assertTrue(doc["verdicts"]["/delay/10"]["passed"])

@@ -6,24 +6,26 @@
 The scene: six connections opened together, three asking /delay/100, one /block/100, one
 /cpu/2000 and one /plaintext, each answer checked. Each model runs as cm-server --trace FILE (the
 blocking model with its 64 workers, an async model with one loop), and is stopped with SIGTERM,
-which writes the trace. For each model it writes, into --out:
+which writes the trace. Into --out it writes, for each model:
 
     MODEL.json  the trace itself: open it in https://ui.perfetto.dev or chrome://tracing
     MODEL.png   the swimlanes: a lane per thread that did something, a lane per wait that held none
     MODEL.md    per request: its plan, how long it took, where it waited, on which thread
 
-and checks what the scene is there to show: in the blocking model the three waits hold three
+and over them all README.md (each model's files and check) and README.json (the command, its
+provenance from cmharness.provenance, and the checks: all README.md is written from). It checks
+what the scene is there to show: in the blocking model the three waits hold three
 threads; in an async model none (they wait on timers) and the loop is one thread. It exits 1 if
 a model shows otherwise. Run it with nothing else loading the machine: the times are real.
 """
 import argparse
 import os
-import shutil
+import shlex
 import socket
 import sys
 import time
 
-from cmharness import ROOT, provenance, servers, swimlane
+from cmharness import ROOT, provenance, results, servers, swimlane
 
 SCENE = ("/delay/100", "/delay/100", "/delay/100", "/block/100", "/cpu/2000", "/plaintext")
 
@@ -111,29 +113,33 @@ def main(argv=None):
     args = ap.parse_args(argv)
     models = args.models.split(",") if args.models else servers.built_models(args.bin_dir)
     os.makedirs(args.out, exist_ok=True)
-    failed = 0
-    lines = []
+    doc = {"tool": "harness/trace-scene",
+           "command": shlex.join(["harness/trace-scene", *(sys.argv[1:] if argv is None else argv)]),
+           "provenance": provenance.provenance(args.bin_dir), "scene": list(SCENE), "checks": {}}
     for model in models:
         problem = trace_model(model, args.out, args.bin_dir)
         if problem:
             print(f"{model}: FAILED: {problem}", file=sys.stderr)
-            failed += 1
-        lines.append(f"| {model} | [{model}.png]({model}.png) | [{model}.md]({model}.md) | "
-                     f"[{model}.json]({model}.json) | {'FAILED: ' + problem if problem else 'as expected'} |")
-    write_index(args.out, models, lines)
-    return 1 if failed else 0
+        doc["checks"][model] = problem
+    results.write_page(os.path.join(args.out, "README.md"), index(doc), doc)
+    return 1 if any(doc["checks"].values()) else 0
 
 
-def write_index(out, models, lines):
-    """README.md of the folder: what each file is, and the command and commit that wrote them."""
-    commit = provenance.git("rev-parse", "--short", "HEAD") or "?"
-    with open(os.path.join(out, "README.md"), "w") as f:
-        f.write("# One scene, traced inside every model\n\n"
-                f"Written by `harness/trace-scene` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
-                f" at commit `{commit}`: six connections opened together -- three `/delay/100`, one "
-                "`/block/100`, one `/cpu/2000`, one `/plaintext` -- against each model run as "
-                "`cm-server --trace` (the blocking model with 64 workers, an async model with one "
-                "loop). Open a `.json` at <https://ui.perfetto.dev>; the page that reads them is "
-                "[docs/one-request.md](../../docs/one-request.md).\n\n"
-                "| model | swimlanes | per request | trace | the scene's check |\n"
-                "| --- | --- | --- | --- | --- |\n" + "\n".join(lines) + "\n")
+def index(doc):
+    """README.md of the folder, from README.json: what each file is, the command and commit that
+    wrote them, and each model's check ("" when it showed what it should)."""
+    prov = doc["provenance"]
+    rows = [f"| {m} | [{m}.png]({m}.png) | [{m}.md]({m}.md) | [{m}.json]({m}.json) | "
+            f"{'FAILED: ' + problem if problem else 'as expected'} |"
+            for m, problem in doc["checks"].items()]
+    return ("# One scene, traced inside every model\n\n"
+            f"Written by `{doc['command']}` on {prov['recorded_utc']} at commit "
+            f"{provenance.commit_line(prov['commit'])}: six connections opened together -- three "
+            "`/delay/100`, one `/block/100`, one `/cpu/2000`, one `/plaintext` -- against each "
+            "model run as `cm-server --trace` (the blocking model with 64 workers, an async model "
+            "with one loop). Open a model's `.json` at <https://ui.perfetto.dev>; the page that "
+            "reads them is [docs/one-request.md](../../docs/one-request.md). The command, the "
+            "provenance (machine, commit, the tree hash of each model's folder) and each check: "
+            "[`README.json`](README.json).\n\n"
+            "| model | swimlanes | per request | trace | the scene's check |\n"
+            "| --- | --- | --- | --- | --- |\n" + "\n".join(rows) + "\n")

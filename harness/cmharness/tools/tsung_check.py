@@ -24,20 +24,18 @@ Run with /usr/bin/python3 (Debian's).
 """
 import argparse
 import dataclasses
+import functools
 import glob
 import json
 import os
-import shlex
 import shutil
 import sys
 import tempfile
 
-from cmharness import ROOT, default_bin_dir, load, proc, processes, provenance, results, \
-    servers, stats
-from cmharness.rounds import order as round_order
+from cmharness import ROOT, default_bin_dir, load, loadgen, proc, processes, provenance, results, \
+    servers
+from cmharness.loadgen import TSUNG_BLOCK, TSUNG_CLIENTS, tsung_section
 
-BLOCK = "tsung-check"
-TOOLS = ("tsung", "cm-load")
 CONFIG = """<?xml version="1.0"?>
 <!DOCTYPE tsung SYSTEM "/usr/share/tsung/tsung-1.0.dtd">
 <tsung loglevel="warning" version="1.0" dumptraffic="protocol">
@@ -141,20 +139,24 @@ class Clients:
                    percentile(durations, 0.5), percentile(durations, 0.99), len(durations),
                    errors, "tsung -f tsung.xml -l LOGS start")
 
+    def run(self, tool, rate):
+        return self.tsung(rate) if tool == "tsung" else self.cm_load(rate)
+
     def cm_load(self, rate):
         out = os.path.join(self.dir, "cm-load.json")
         argv = load.command(self.server.url(self.args.path), connections=self.args.connections,
                             duration_s=self.args.duration, warmup_s=self.args.warmup,
                             json_path=out, bin_dir=self.bin_dir,
                             extra=("--rate", f"{rate:g}", "--arrival", "poisson"))
-        processes.run(argv, self.cpus, timeout=self.args.duration + self.args.warmup + 120,
-                      check=False)
-        r = load.LoadResult.read(out)
-        shown = shlex.join(os.path.relpath(a, ROOT) if a.startswith(ROOT + "/") else a
-                           for a in argv).replace(out, "out.json")
+        r, _ = loadgen.run_cm_load(argv, out, self.cpus,
+                                   self.args.duration + self.args.warmup + 120, check=False)
         return Run("cm-load", rate, r.rps, r.latency_us.p50 / 1e3, r.latency_us.p99 / 1e3,
-                   r.requests, r.errors_total,
-                   shown.replace(f"127.0.0.1:{self.server.port}", "127.0.0.1:PORT"))
+                   r.requests, r.errors_total, loadgen.shown(argv, self.server.port, out))
+
+
+def progress(model, rate, tool, i, r):
+    print(f"tsung-check: {model} {rate:g} rps {tool:<8} round {i}: p50 {r.p50_ms:.3f} ms, "
+          f"p99 {r.p99_ms:.3f} ms, {r.answered_rps:,.0f} rps, {r.errors} errors", file=sys.stderr)
 
 
 def measure(args, bin_dir):
@@ -168,113 +170,22 @@ def measure(args, bin_dir):
             clients = Clients(server, args, bin_dir, client_cpus, work)
             found[model] = {}
             for rate in args.rates:
-                runs = found[model][rate] = {t: [] for t in TOOLS}
-                for i in range(args.runs):
-                    for tool in round_order(TOOLS, i, args.runs, "alternate"):
-                        r = clients.tsung(rate) if tool == "tsung" else clients.cm_load(rate)
-                        runs[tool].append(r)
-                        print(f"tsung-check: {model} {rate:g} rps {tool:<8} round {i + 1}: "
-                              f"p50 {r.p50_ms:.3f} ms, p99 {r.p99_ms:.3f} ms, "
-                              f"{r.answered_rps:,.0f} rps, {r.errors} errors", file=sys.stderr)
+                found[model][rate] = loadgen.in_rounds(
+                    TSUNG_CLIENTS, args.runs, functools.partial(clients.run, rate=rate),
+                    functools.partial(progress, model, rate))
     return found, proc.pinning_line(server_cpus, client_cpus, "cm-server", "tsung and cm-load")
 
 
-# -- the section ----------------------------------------------------------------------------------
-
-def est(values, fmt):
-    e = stats.estimate(values)
-    return "-" if e is None else e.format(fmt)
-
-
-def table(found):
-    lines = ["| model | rate, rps | client | answered, rps | p50, ms | p99, ms | errors "
-             "| cm-load / tsung p50 | cm-load / tsung p99 |",
-             "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    for model, by_rate in found.items():
-        for rate, runs in by_rate.items():
-            t, c = runs["tsung"], runs["cm-load"]
-            for tool in TOOLS:
-                rs = runs[tool]
-                ratio = ("", "")
-                if tool == "cm-load":
-                    ratio = tuple(est(stats.paired_ratios([getattr(x, k) for x in c],
-                                                          [getattr(x, k) for x in t]), "{:.2f}")
-                                  for k in ("p50_ms", "p99_ms"))
-                lines.append(
-                    f"| {model} | {rate:,.0f} | {tool} | {est([r.answered_rps for r in rs], '{:,.0f}')} "
-                    f"| {est([r.p50_ms for r in rs], '{:.3f}')} "
-                    f"| {est([r.p99_ms for r in rs], '{:.3f}')} | {sum(r.errors for r in rs)} "
-                    f"| {ratio[0]} | {ratio[1]} |")
-    return lines
-
-
-def findings(found):
-    """What the table says, a line per model and rate: whether tsung kept its rate (a generator
-    that did not measured itself), then cm-load's p50 and p99 against tsung's."""
-    lines = []
-    for model, by_rate in found.items():
-        for rate, runs in by_rate.items():
-            t, c = runs["tsung"], runs["cm-load"]
-            answered = stats.estimate([r.answered_rps for r in t])
-            head = f"- {model} at {rate:,.0f} rps: "
-            if answered.estimate < 0.95 * rate:
-                lines.append(head + f"tsung did not keep its rate (it answered "
-                             f"{answered.estimate:,.0f} rps): its figures are its own limit "
-                             "(a connection and an Erlang process per request, on one CPU), "
-                             "not the server's; compare at the lower rate.")
-                continue
-            parts = []
-            for key, name in (("p50_ms", "p50"), ("p99_ms", "p99")):
-                e = stats.paired_ratio([getattr(x, key) for x in c], [getattr(x, key) for x in t])
-                if e is None:
-                    continue
-                one = stats.Estimate(1.0, 1.0, 1.0, e.n)
-                verdict = {"higher": "higher than tsung's", "lower": "lower than tsung's",
-                           "no difference measured here": "no difference measured here"}[
-                    stats.compare(e, one)]
-                parts.append(f"cm-load's {name} is {e.format('{:.2f}')} of tsung's ({verdict})")
-            lines.append(head + "; ".join(parts) + ".")
-    return lines
-
-
-WHY = (
-    "What differs, and why. **tsung opens a connection for every request** (a user is a session: "
-    "connect, one GET, close), so its server accepts and closes one connection per answer and a "
-    "request never waits for an idle connection; cm-load sends on held connections and a request "
-    "due while every connection is busy waits for one -- in its latency. **tsung's duration starts "
-    "when it sends** (after its connect); cm-load's starts when the request was due (its intended "
-    "send time), so any lag of cm-load itself, and any wait for a connection, is in its figures "
-    "and not in tsung's. **tsung is an Erlang VM**: each user is a process scheduled by the VM, "
-    "whose own scheduling sits inside tsung's figures; cm-load is one epoll loop. Both offer "
-    "Poisson arrivals at the same mean rate. Where the two agree, the latency is the server's; "
-    "where cm-load's is higher, its own lag (cm-load's `own lag` row) and the queue for an idle "
-    "connection are the first suspects.")
-
-
-def section(found, args, prov, pinning, ended, tsung_version, commands, command):
-    lines = [f"<!-- {BLOCK} -->", "## An open loop against tsung's", "",
-             "cm-load `--rate` (open loop, Poisson arrivals) and tsung (Debian's open-loop "
-             f"generator, {tsung_version}) at the same rates against the same running server, "
-             f"`{args.path}`. Each figure is the median over {args.runs} round(s) with its 95% "
-             "interval `[low high]` (from six rounds); the ratios are taken within a round.", ""]
-    lines += table(found)
-    lines += [""] + findings(found) + ["", WHY, "",
-              f"- Regenerate: `{command}` (`--render`: this section again from "
-              "`loadgen-tsung.json`, nothing measured)",
-              f"- When: {prov['recorded_utc']} to {ended}; commit "
-              f"{provenance.commit_line(prov['commit'])}; {pinning}.",
-              f"- cm-load: {args.connections} held connections, {args.warmup:g} s warm-up, "
-              f"{args.duration:g} s measured; tsung: {args.warmup + args.duration:g} s of arrivals, "
-              f"the requests that ended in the first {args.warmup:g} s left out.",
-              "- Errors: tsung's, a request that got no 200 or failed (its `error` field); "
-              "cm-load's, every answer it could not accept (status, body, timeout, reset).",
-              "- Every run and the provenance: [`loadgen-tsung.json`](loadgen-tsung.json).", "",
-              "```", *commands, "```", f"<!-- /{BLOCK} -->"]
-    return "\n".join(lines)
-
-
-def invocation():
-    return " ".join(["harness/tsung-check", *map(shlex.quote, sys.argv[1:])])
+def record(args, prov, ended_utc, pinning, tsung, found):
+    """results/loadgen-tsung.json, all its section is written from: the provenance, the settings and
+    every run ({model: {rate: {tool: [Run per round]}}})."""
+    return {"tool": "harness/tsung-check", "command": loadgen.invocation("tsung-check"),
+            "provenance": prov, "ended_utc": ended_utc, "pinning": pinning, "tsung": tsung,
+            "settings": {k: v for k, v in vars(args).items()
+                         if k not in ("bin_dir", "render", "out")},
+            "runs": {m: {f"{r:g}": {t: [dataclasses.asdict(x) for x in xs]
+                                    for t, xs in runs.items()}
+                         for r, runs in by_rate.items()} for m, by_rate in found.items()}}
 
 
 def parse_args(argv=None):
@@ -296,20 +207,15 @@ def parse_args(argv=None):
     return args
 
 
-def found_from(runs):
-    """{model: {rate: {tool: [Run]}}} from loadgen-tsung.json's "runs"."""
-    return {m: {float(r): {t: [Run(**x) for x in xs] for t, xs in tools.items()}
-                for r, tools in by_rate.items()} for m, by_rate in runs.items()}
-
-
-def write(args, rec, found):
-    text = section(found, argparse.Namespace(**rec["settings"]), rec["provenance"],
-                   rec["pinning"], rec["ended_utc"], rec["tsung"],
-                   [next(iter(next(iter(found.values())).values()))[t][0].command for t in TOOLS],
-                   rec["command"])
-    old = open(args.out).read() if os.path.exists(args.out) else ""
-    with open(args.out, "w") as f:
-        f.write(results.replace_block(old, BLOCK, text))
+def write(out, rec):
+    """Writes the section into the page at `out`, the rest of the page as it was; the section."""
+    text = tsung_section(rec)
+    old = ""
+    if os.path.exists(out):
+        with open(out) as f:
+            old = f.read()
+    with open(out, "w") as f:
+        f.write(results.replace_block(old, TSUNG_BLOCK, text))
     return text
 
 
@@ -318,23 +224,17 @@ def main():
     json_path = os.path.join(os.path.dirname(os.path.abspath(args.out)), "loadgen-tsung.json")
     if args.render:
         with open(json_path) as f:
-            rec = json.load(f)
-        print(write(args, rec, found_from(rec["runs"])))
+            print(write(args.out, json.load(f)))
         return 0
     if not shutil.which("tsung"):
         sys.exit("tsung-check: tsung is not installed (Debian: apt-get install tsung)")
     processes.install_signal_handlers()
     prov = provenance.provenance(args.bin_dir)
     found, pinning = measure(args, args.bin_dir)
-    rec = {"tool": "harness/tsung-check", "command": invocation(), "provenance": prov,
-           "ended_utc": provenance.utc_now(), "pinning": pinning,
-           "tsung": f"tsung {provenance.package_versions(['tsung'])['tsung']}",
-           "settings": {k: v for k, v in vars(args).items() if k not in ("bin_dir", "render", "out")},
-           "runs": {m: {f"{r:g}": {t: [dataclasses.asdict(x) for x in xs]
-                                   for t, xs in runs.items()}
-                        for r, runs in by_rate.items()} for m, by_rate in found.items()}}
+    rec = record(args, prov, provenance.utc_now(), pinning,
+                 f"tsung {provenance.package_versions(['tsung'])['tsung']}", found)
     with open(json_path, "w") as f:
         json.dump(rec, f, indent=1)
         f.write("\n")
-    print(write(args, rec, found))
+    print(write(args.out, rec))
     return 0
