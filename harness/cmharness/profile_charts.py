@@ -33,7 +33,7 @@ Charts, by the profile's "chart" kind:
 import math
 import os
 
-from . import ROOT, charts, report, stats
+from . import ROOT, charts, report, servers, stats
 
 PALETTE = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"]
 #: How each ceiling is drawn in a bar panel, and named in the legend.
@@ -221,7 +221,7 @@ def sweep(doc, out, plt):
         by_server.setdefault(r["label"], []).append(r)
     for rs in by_server.values():
         rs.sort(key=lambda r: r["connections_requested"])
-    order = sorted(by_server, key=lambda n: (n != "blocking", n in ("nginx", "node"), n))
+    order = sorted(by_server, key=lambda n: (n != "blocking", n in servers.PEERS, n))
     xs_all = sorted({r["connections_requested"] for r in rows if r["connections_requested"] > 0})
     delays = sorted({r["mean_delay_ms"] for r in rows if r["mean_delay_ms"] > 0})
     x_end = max(xs_all) * 1.03
