@@ -144,13 +144,14 @@ class Conditions:
             command=self.command, machine_extra=machine_extra)
 
 
-def page(title, note, table, chart, reading, conditions):
-    """A summary page's lines: the title, the run's note as a quote, the table, the chart, how to
-    read them, and the "## Conditions" lines."""
+def write_page(path, title, note, table, chart, reading, conditions):
+    """A summary page: the title, the run's note as a quote, the table (lines), the chart, how to
+    read them, and the "## Conditions" lines (with whatever follows them)."""
     lines = [f"# {title}", ""]
     if note:
         lines += [f"> {note}", ""]
-    return lines + table + ["", chart, "", reading, ""] + conditions
+    with open(path, "w") as f:
+        f.write("\n".join(lines + table + ["", chart, "", reading, ""] + conditions) + "\n")
 
 
 def write_csv(path, header, rows):

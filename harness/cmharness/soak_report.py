@@ -94,12 +94,10 @@ def write_json(path, a, t, s, meta):
 
 def write_markdown(path, a, rows, conditions):
     """summary.md: the table of `rows`, the chart, how to read them, and `conditions` (lines)."""
-    lines = longrun.page(
-        f"Soak: {a.model}, {a.connections:,} connections on /delay/{a.delay}, {a.minutes:g} minutes",
+    longrun.write_page(
+        path, f"Soak: {a.model}, {a.connections:,} connections on /delay/{a.delay}, {a.minutes:g} minutes",
         a.note, ["| | |", "| --- | --- |"] + [f"| {k} | {v} |" for k, v in rows],
         "![RSS, descriptors and rps over time](soak.png)",
         "Samples, one a second: `samples.csv`; cm-load's own result: `load.json`. *Flat* means the "
         "mean RSS of the last minute is within 5% of the second minute's (the first minute holds "
         "the connect phase).", conditions)
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")

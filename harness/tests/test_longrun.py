@@ -72,10 +72,14 @@ class Watch(unittest.TestCase):
 
 class Page(unittest.TestCase):
     def test_with_and_without_a_note(self):
-        lines = longrun.page("T", "n", ["| a |"], "![c](c.png)", "Read.", ["## Conditions"])
-        self.assertEqual(lines, ["# T", "", "> n", "", "| a |", "", "![c](c.png)", "", "Read.", "",
-                                 "## Conditions"])
-        self.assertEqual(longrun.page("T", "", [], "c", "r", [])[:3], ["# T", "", ""])
+        path = os.path.join(tempfile.mkdtemp(), "summary.md")
+        longrun.write_page(path, "T", "n", ["| a |"], "![c](c.png)", "Read.", ["## Conditions"])
+        with open(path) as f:
+            self.assertEqual(f.read(), "# T\n\n> n\n\n| a |\n\n![c](c.png)\n\nRead.\n\n"
+                                       "## Conditions\n")
+        longrun.write_page(path, "T", "", [], "c", "r", [])
+        with open(path) as f:
+            self.assertEqual(f.read(), "# T\n\n\nc\n\nr\n\n")
 
     def test_csv(self):
         path = os.path.join(tempfile.mkdtemp(), "x.csv")

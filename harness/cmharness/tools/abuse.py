@@ -141,16 +141,14 @@ def write_summary(a, results, meta, cond):
     """summary.json (`meta` with the provenance, and every result) and summary.md."""
     with open(os.path.join(a.out, "summary.json"), "w") as f:
         json.dump({"meta": dict(meta, provenance=cond.prov), "results": results}, f, indent=1)
-    lines = longrun.page(
-        "Slow-client attacks (slowhttptest) against every model", a.note, table_lines(results),
-        "![service available over time](available.png)", READING.format(probe=a.probe_timeout),
-        cond.markdown(machine_extra=f'; slowhttptest {meta["slowhttptest"]}'))
-    lines += ["", "## The commands, per model and attack", ""]
-    for r in results:
-        lines.append(f'- {r["model"]} {r["attack"]}: server `{r["server_command"]}`; '
-                     f'attack `{r["command"]}`')
-    with open(os.path.join(a.out, "summary.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
+    commands = [f'- {r["model"]} {r["attack"]}: server `{r["server_command"]}`; '
+                f'attack `{r["command"]}`' for r in results]
+    longrun.write_page(
+        os.path.join(a.out, "summary.md"), "Slow-client attacks (slowhttptest) against every model",
+        a.note, table_lines(results), "![service available over time](available.png)",
+        READING.format(probe=a.probe_timeout),
+        cond.markdown(machine_extra=f'; slowhttptest {meta["slowhttptest"]}')
+        + ["", "## The commands, per model and attack", ""] + commands)
 
 
 def chart(results, out_dir, duration):

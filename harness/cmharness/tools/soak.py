@@ -45,6 +45,7 @@ from cmharness.results import pyplot
 from cmharness.servers import Server
 from cmharness.soak_report import table_rows, trend, write_json, write_markdown
 
+
 @dataclasses.dataclass
 class Sample:
     """One second of the soak: the server as /proc saw it, and cm-load's progress then."""
@@ -85,7 +86,8 @@ class Sampler:
             print("soak: cm-server died", file=sys.stderr)
         if w is None:
             return
-        r, p = w.readings, self.log.latest
+        r = w.readings
+        p = self.log.latest
         s = Sample(round(w.t_s, 1), r.rss_kib, w.fds, r.threads, round(r.cpu_s, 2),
                    p.rps, p.open, p.errors, p.phase)
         self.samples.append(s)
