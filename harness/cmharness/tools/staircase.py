@@ -157,7 +157,7 @@ def new_doc(args, runs, server_cpus, load_cpus):
         "load_average_before": list(proc.load_average()),
         "load_average_after": None,
         "ended_utc": None,
-        "command": " ".join(["harness/staircase", *map(shlex.quote, sys.argv[1:])]),
+        "command": shlex.join(["harness/staircase", *sys.argv[1:]]),
         "note": args.note,
         "provenance": provenance(args.bin_dir),
         "runs": runs,
