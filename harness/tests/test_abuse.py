@@ -1,5 +1,6 @@
-"""harness/abuse: slowhttptest's CSV read and summarized, its exit status, the verdict per model
-and attack, and the table. No server or slowhttptest is started here."""
+"""harness/abuse and cmharness.slowhttptest: slowhttptest's CSV read and summarized, its exit
+status, its arguments, the verdict per model and attack, and the table. No server or slowhttptest
+is started here."""
 import os
 import sys
 
@@ -8,6 +9,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import argparse  # noqa: E402
 import unittest  # noqa: E402
 
+from cmharness import slowhttptest  # noqa: E402
 from cmharness.tools import abuse  # noqa: E402
 
 HEAD = "Seconds,Closed,Pending,Connected,Service Available\n"
@@ -17,11 +19,11 @@ def rows(available, connected=500, closed=0):
     """Rows of slowhttptest's CSV, one a second, available as the string says ("1" / "0")."""
     text = HEAD + "".join(f"{s},{closed},0,{connected},{500 if a == '1' else 0}\n"
                           for s, a in enumerate(available))
-    return abuse.parse_csv(text.splitlines(keepends=True))
+    return slowhttptest.parse_csv(text.splitlines(keepends=True))
 
 
 def result(available, **more):
-    r = abuse.summarize(rows(available))
+    r = slowhttptest.summarize(rows(available))
     r["rows"] = rows(available)
     r.update(more)
     return r
@@ -29,7 +31,7 @@ def result(available, **more):
 
 class ParseCsv(unittest.TestCase):
     def test_fields(self):
-        r = abuse.parse_csv([HEAD, "0,0,1,0,500\n", "1,3,0,497,0\n"])
+        r = slowhttptest.parse_csv([HEAD, "0,0,1,0,500\n", "1,3,0,497,0\n"])
         self.assertEqual(r, [
             {"s": 0, "closed": 0, "pending": 1, "connected": 0, "available": True},
             {"s": 1, "closed": 3, "pending": 0, "connected": 497, "available": False}])
@@ -37,25 +39,25 @@ class ParseCsv(unittest.TestCase):
 
 class Summarize(unittest.TestCase):
     def test_available_throughout(self):
-        s = abuse.summarize(rows("1111"))
+        s = slowhttptest.summarize(rows("1111"))
         self.assertEqual((s["seconds"], s["available_s"], s["longest_outage_s"]), (4, 4, 0))
         self.assertIsNone(s["first_unavailable_s"])
         self.assertTrue(s["available_at_end"])
 
     def test_the_longest_outage_and_the_first_second_down(self):
-        s = abuse.summarize(rows("1100111000"))
+        s = slowhttptest.summarize(rows("1100111000"))
         self.assertEqual(s["available_s"], 5)
         self.assertEqual(s["first_unavailable_s"], 2)
         self.assertEqual(s["longest_outage_s"], 3)
         self.assertFalse(s["available_at_end"])
 
     def test_connections_held_and_closed(self):
-        r = abuse.parse_csv([HEAD, "0,0,0,100,500\n", "1,0,0,500,500\n", "2,192,0,308,500\n"])
-        s = abuse.summarize(r)
+        r = slowhttptest.parse_csv([HEAD, "0,0,0,100,500\n", "1,0,0,500,500\n", "2,192,0,308,500\n"])
+        s = slowhttptest.summarize(r)
         self.assertEqual((s["max_connected"], s["closed_at_end"]), (500, 192))
 
     def test_no_rows(self):
-        s = abuse.summarize([])
+        s = slowhttptest.summarize([])
         self.assertEqual((s["seconds"], s["max_connected"], s["closed_at_end"]), (0, 0, 0))
         self.assertIsNone(s["available_at_end"])
 
@@ -72,12 +74,12 @@ class Verdict(unittest.TestCase):
 class ExitStatus(unittest.TestCase):
     def test_coloured(self):
         out = "Test ended on 31th second\nExit status: \x1b[1;33mHit test time limit\x1b[0m\n"
-        self.assertEqual(abuse.exit_status(out), "Hit test time limit")
+        self.assertEqual(slowhttptest.exit_status(out), "Hit test time limit")
 
     def test_plain_and_missing(self):
-        self.assertEqual(abuse.exit_status("Exit status: No open connections left\n"),
+        self.assertEqual(slowhttptest.exit_status("Exit status: No open connections left\n"),
                          "No open connections left")
-        self.assertEqual(abuse.exit_status("killed"), "unknown")
+        self.assertEqual(slowhttptest.exit_status("killed"), "unknown")
 
 
 class Table(unittest.TestCase):
@@ -94,10 +96,10 @@ class AttackArgs(unittest.TestCase):
     def test_both_attacks(self):
         a = argparse.Namespace(connections=500, rate=100, duration=30, probe_timeout=3, interval=2,
                                pipeline=10)
-        self.assertEqual(abuse.attack_args("slowloris", a, "http://x/plaintext"),
+        self.assertEqual(slowhttptest.attack_args("slowloris", a, "http://x/plaintext"),
                          ["-H", "-i", "2", "-x", "24", "-c", "500", "-r", "100", "-l", "30",
                           "-p", "3", "-u", "http://x/plaintext"])
-        self.assertEqual(abuse.attack_args("slowread", a, "u")[:11],
+        self.assertEqual(slowhttptest.attack_args("slowread", a, "u")[:11],
                          ["-X", "-k", "10", "-n", "1", "-w", "1", "-y", "32", "-z", "16"])
 
 

@@ -1,5 +1,6 @@
-"""harness/soak: cm-load's progress lines, the second minute against the last, the table, the
-sampler's reaction to a server that died. No server is started here."""
+"""harness/soak: the second minute against the last, the table, the sampler (cm-load's progress
+beside the server's readings) and its reaction to a server that died. No server is started here.
+cm-load's progress lines are read in test_longrun."""
 import os
 import sys
 
@@ -11,7 +12,7 @@ import math  # noqa: E402
 import tempfile  # noqa: E402
 import unittest  # noqa: E402
 
-from cmharness import load  # noqa: E402
+from cmharness import load, soak_report  # noqa: E402
 from cmharness.servers import Readings  # noqa: E402
 
 from cmharness.tools import soak  # noqa: E402
@@ -23,23 +24,9 @@ def samples(seconds, rss_of, fds=100):
             for t in range(1, seconds + 1)]
 
 
-class ParseProgress(unittest.TestCase):
-    def test_a_progress_line(self):
-        p = soak.parse_progress("cm-load  12s run      rps     50895  open 10000/10000  errors 3")
-        self.assertEqual(p, soak.Progress(phase="run", rps=50895, open=10000, errors=3))
-
-    def test_the_connect_phase_with_its_count(self):
-        p = soak.parse_progress("cm-load   1s connect  rps         0  open 412/10000  errors 0"
-                                "  connected 412/10000")
-        self.assertEqual((p.phase, p.open), ("connect", 412))
-
-    def test_another_line(self):
-        self.assertIsNone(soak.parse_progress("cm-load: opened 50 of 50 connections in 0.00 s"))
-
-
 class Trend(unittest.TestCase):
     def test_flat_when_within_five_percent(self):
-        t = soak.trend(samples(600, lambda t: 1000 if t < 120 else 1040))
+        t = soak_report.trend(samples(600, lambda t: 1000 if t < 120 else 1040))
         self.assertAlmostEqual(t.rss_second, 1000)
         self.assertAlmostEqual(t.rss_last, 1040)
         self.assertAlmostEqual(t.change, 0.04)
@@ -48,37 +35,37 @@ class Trend(unittest.TestCase):
         self.assertEqual(t.verdict, "flat")
 
     def test_grew(self):
-        t = soak.trend(samples(600, lambda t: 1000 if t < 300 else 1100))
+        t = soak_report.trend(samples(600, lambda t: 1000 if t < 300 else 1100))
         self.assertFalse(t.flat)
         self.assertEqual(t.verdict, "NOT flat (it grew)")
 
     def test_fell(self):
-        t = soak.trend(samples(600, lambda t: 1000 if t < 300 else 900))
+        t = soak_report.trend(samples(600, lambda t: 1000 if t < 300 else 900))
         self.assertEqual(t.verdict, "NOT flat (it fell)")
 
     def test_the_first_minute_is_left_out(self):
-        t = soak.trend(samples(600, lambda t: 5000 if t < 60 else 1000))
+        t = soak_report.trend(samples(600, lambda t: 5000 if t < 60 else 1000))
         self.assertEqual((t.rss_second, t.change, t.verdict), (1000, 0.0, "flat"))
 
     def test_two_minutes_compare_a_minute_with_itself(self):
-        t = soak.trend(samples(150, lambda t: 1000))
+        t = soak_report.trend(samples(150, lambda t: 1000))
         self.assertTrue(t.same_minute)
         self.assertEqual(t.verdict, "flat (the second minute is the last: nothing compared)")
 
     def test_shorter_than_two_minutes_gives_no_verdict(self):
-        t = soak.trend(samples(50, lambda t: 1000))
+        t = soak_report.trend(samples(50, lambda t: 1000))
         self.assertTrue(math.isnan(t.change))
         self.assertFalse(t.flat)
         self.assertEqual(t.verdict, "no verdict: the run was shorter than two minutes")
-        self.assertIsNone(soak.whole(t.rss_second))
-        self.assertEqual(soak.whole(t.rss_last), 1000)
+        self.assertIsNone(soak_report.whole(t.rss_second))
+        self.assertEqual(soak_report.whole(t.rss_last), 1000)
 
     def test_no_samples(self):
-        t = soak.trend([])
+        t = soak_report.trend([])
         self.assertEqual(t.verdict, "no verdict: the run was shorter than two minutes")
 
     def test_descriptors(self):
-        t = soak.trend(samples(600, lambda t: 1000, fds=10006))
+        t = soak_report.trend(samples(600, lambda t: 1000, fds=10006))
         self.assertEqual((t.fds_second, t.fds_last), (10006, 10006))
 
 
@@ -96,8 +83,8 @@ def result():
 
 class TableRows(unittest.TestCase):
     def test_rows_from_a_result(self):
-        t = soak.trend(samples(600, lambda t: 43220, fds=10006))
-        rows = dict(soak.table_rows(result(), t, 50, True))
+        t = soak_report.trend(samples(600, lambda t: 43220, fds=10006))
+        rows = dict(soak_report.table_rows(result(), t, 50, True))
         self.assertEqual(rows["connections held (cm-load, end of window)"], "50 of 50")
         self.assertEqual(rows["rps (measured window)"], "489")
         self.assertEqual(rows["requests answered (whole run)"], "2,981")
@@ -109,8 +96,8 @@ class TableRows(unittest.TestCase):
         self.assertEqual(rows["server alive at the end"], "yes")
 
     def test_without_a_result(self):
-        t = soak.trend([])
-        rows = dict(soak.table_rows(None, t, 10000, False))
+        t = soak_report.trend([])
+        rows = dict(soak_report.table_rows(None, t, 10000, False))
         self.assertEqual(rows["rps (measured window)"], "?")
         self.assertEqual(rows["errors"], "?")
         self.assertEqual(rows["server alive at the end"], "NO")
@@ -150,13 +137,13 @@ class Sampler(unittest.TestCase):
             with open(log, "w") as f:
                 f.write("cm-load   2s run      rps  ")
             sampler = soak.Sampler(FakeServer(), log, t0=0.0)
-            sampler.follow()
-            self.assertEqual(sampler.progress.phase, "")
+            sampler.log.follow()
+            self.assertEqual(sampler.log.latest.phase, "")
             with open(log, "a") as f:
                 f.write("     500  open 50/50  errors 1\n")
-            sampler.follow()
+            sampler.log.follow()
             sampler.close()
-        self.assertEqual((sampler.progress.phase, sampler.progress.rps), ("run", 500))
+        self.assertEqual((sampler.log.latest.phase, sampler.log.latest.rps), ("run", 500))
 
     def test_a_dead_server_stops_the_sampling(self):
         server = FakeServer()

@@ -9,7 +9,7 @@ import argparse  # noqa: E402
 import tempfile  # noqa: E402
 import unittest  # noqa: E402
 
-from cmharness import timeline  # noqa: E402
+from cmharness import staircase_report, timeline  # noqa: E402
 
 from cmharness.tools import staircase  # noqa: E402
 
@@ -46,20 +46,20 @@ class Summarise(unittest.TestCase):
 class PredictedSteps(unittest.TestCase):
     def test_the_blocking_pool_answers_in_rounds_of_its_size(self):
         run = {"model": "blocking", "flags": []}
-        self.assertEqual(staircase.predicted_steps(run, 2000), 32)
-        self.assertEqual(staircase.predicted_steps(run, 64), 1)
-        self.assertEqual(staircase.predicted_steps(run, 65, workers=64), 2)
+        self.assertEqual(staircase_report.predicted_steps(run, 2000), 32)
+        self.assertEqual(staircase_report.predicted_steps(run, 64), 1)
+        self.assertEqual(staircase_report.predicted_steps(run, 65, workers=64), 2)
 
     def test_an_async_model_answers_in_one_step(self):
-        self.assertEqual(staircase.predicted_steps({"model": "uring_coro", "flags": []}, 2000), 1)
+        self.assertEqual(staircase_report.predicted_steps({"model": "uring_coro", "flags": []}, 2000), 1)
 
     def test_a_sleeping_loop_answers_one_per_delay(self):
         run = {"model": "libuv_callbacks", "flags": ["--wait-mode", "sleep"]}
-        self.assertEqual(staircase.predicted_steps(run, 2000), 2000)
+        self.assertEqual(staircase_report.predicted_steps(run, 2000), 2000)
 
     def test_the_control_is_one_step_whatever_the_model(self):
         run = {"model": "blocking", "flags": [], "control": True}
-        self.assertEqual(staircase.predicted_steps(run, 2000), 1)
+        self.assertEqual(staircase_report.predicted_steps(run, 2000), 1)
 
 
 def options(**kw):
@@ -84,9 +84,9 @@ class PlanRuns(unittest.TestCase):
 
 class BlockingSteps(unittest.TestCase):
     def test_the_three_readings(self):
-        self.assertIn("sees the 32 steps", staircase.blocking_steps(32, 32))
-        self.assertIn("run into each other", staircase.blocking_steps(30, 32))
-        self.assertIn("splits it in two", staircase.blocking_steps(33, 32))
+        self.assertIn("sees the 32 steps", staircase_report.blocking_steps(32, 32))
+        self.assertIn("run into each other", staircase_report.blocking_steps(30, 32))
+        self.assertIn("splits it in two", staircase_report.blocking_steps(33, 32))
 
 
 def a_doc():
@@ -99,9 +99,11 @@ def a_doc():
         "connections": 2000, "delay_ms": 500, "path": "/delay/500", "started_utc": "2026-01-01 00:00:00",
         "server_cpu": 0, "load_cpu": 1, "load_average_before": [1.0, 2.0, 3.0],
         "load_average_after": [1.5, 2.0, 3.0], "command": "harness/staircase", "note": "",
+        "ended_utc": "2026-01-01 00:05:00 UTC",
         "provenance": {"machine": {"cpu_model": "CPU", "logical_cpus": 2, "memory": "8.0 GiB",
-                                   "os": "Debian", "kernel": "Linux 6"},
-                       "commit": {"head": "abc", "dirty": False}},
+                                   "os": "Debian", "kernel": "Linux 6.1 #1 SMP"},
+                       "commit": {"head": "abc", "dirty": False, "changed_paths": 0},
+                       "load_average": [1.0, 2.0, 3.0], "recorded_utc": "2026-01-01 00:00:00 UTC"},
         "runs": [
             dict(run, name="blocking", model="blocking", server_command="cm-server --model blocking",
                  last_s=18.0, steps=32, largest_step=64, csv="blocking.csv"),
@@ -119,7 +121,7 @@ def a_doc():
 class Readme(unittest.TestCase):
     def setUp(self):
         out = tempfile.mkdtemp()
-        staircase.write_readme(a_doc(), out, chart_ok=True)
+        staircase_report.write_readme(a_doc(), out, chart_ok=True)
         with open(os.path.join(out, "README.md")) as f:
             self.text = f.read()
 
@@ -136,9 +138,12 @@ class Readme(unittest.TestCase):
         self.assertIn("2,000 answers at 111 a second, against 64 / 0.5 s = 128", self.text)
 
     def test_the_conditions_come_from_the_provenance(self):
-        self.assertIn("- Machine: CPU, 2 CPUs, 8.0 GiB, Debian, kernel Linux 6.", self.text)
-        self.assertIn("- Commit `abc`, release build", self.text)
-        self.assertIn("server pinned to CPU 0, `harness/burst` to CPU 1", self.text)
+        self.assertIn("- When: 2026-01-01 00:00:00 UTC to 2026-01-01 00:05:00 UTC", self.text)
+        self.assertIn("- Load average (1, 5, 15 min): 1.00 2.00 3.00 before, 1.50 2.00 3.00 after",
+                      self.text)
+        self.assertIn("- Machine: CPU, 2 CPUs, 8.0 GiB, Linux 6.1", self.text)
+        self.assertIn("- Commit: abc", self.text)
+        self.assertIn("- Pinning: cm-server on CPU 0, harness/burst on CPU 1", self.text)
 
     def test_the_commands_and_what_burst_printed(self):
         self.assertIn("    taskset -c 0 cm-server --model blocking --port 0 &    # blocking", self.text)

@@ -38,80 +38,17 @@ Bounded: each attack runs --duration seconds (slowhttptest -l) and is killed 30 
 loopback only. Run it with /usr/bin/python3, which this file names in its first line.
 """
 import argparse
-import csv
 import json
 import os
 import re
 import shlex
 import shutil
-import subprocess
 import sys
-import threading
 import time
 
-from cmharness import ROOT, charts, default_bin_dir, proc, processes, provenance
+from cmharness import ROOT, charts, default_bin_dir, longrun, processes, slowhttptest
 from cmharness.results import pyplot
 from cmharness.servers import Server, built_models, find_program
-
-ATTACKS = ("slowloris", "slowread")
-COLOUR = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def attack_args(attack, a, url):
-    common = ["-c", str(a.connections), "-r", str(a.rate), "-l", str(a.duration),
-              "-p", str(a.probe_timeout), "-u", url]
-    if attack == "slowloris":
-        return ["-H", "-i", str(a.interval), "-x", "24"] + common
-    return ["-X", "-k", str(a.pipeline), "-n", "1", "-w", "1", "-y", "32", "-z", "16"] + common
-
-
-# -- reading slowhttptest (pure) -------------------------------------------------------------------
-
-def parse_csv(lines):
-    """slowhttptest's CSV: seconds, closed, pending, connected, service available (the connection
-    target while the probe is answered, 0 when not)."""
-    rows = []
-    for r in csv.DictReader(lines):
-        rows.append({"s": int(r["Seconds"]), "closed": int(r["Closed"]),
-                     "pending": int(r["Pending"]), "connected": int(r["Connected"]),
-                     "available": int(r["Service Available"]) > 0})
-    return rows
-
-
-def read_csv(path):
-    with open(path) as f:
-        return parse_csv(f)
-
-
-def summarize(rows):
-    seconds = len(rows)
-    available = sum(r["available"] for r in rows)
-    longest = run = 0
-    first_down = None
-    for r in rows:
-        if r["available"]:
-            run = 0
-        else:
-            run += 1
-            longest = max(longest, run)
-            if first_down is None:
-                first_down = r["s"]
-    return {
-        "seconds": seconds,
-        "available_s": available,
-        "first_unavailable_s": first_down,
-        "longest_outage_s": longest,
-        "available_at_end": rows[-1]["available"] if rows else None,
-        "max_connected": max((r["connected"] for r in rows), default=0),
-        "closed_at_end": rows[-1]["closed"] if rows else 0,
-    }
-
-
-def exit_status(output):
-    """slowhttptest's own "Exit status:" line ("Hit test time limit", "No open connections
-    left", ...), its colours left out; "unknown" when it wrote none."""
-    ended = re.search(r"Exit status:\s*(?:\x1b\[[0-9;]*m)*([^\n\x1b]+)", output)
-    return ended.group(1).strip() if ended else "unknown"
 
 
 def verdict(r):
@@ -126,50 +63,6 @@ def verdict(r):
 
 # -- running one attack ----------------------------------------------------------------------------
 
-class FdWatcher:
-    """Reads the server's open descriptors once a second, on a thread of its own, while an attack
-    runs: its connections plus the few of its own (listener, loop, stdio)."""
-
-    def __init__(self, pid):
-        self.pid = pid
-        self.samples = []  # (seconds since start, descriptors)
-        self.started = time.monotonic()
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-        self._thread.start()
-
-    def _watch(self):
-        while not self._done.wait(1.0):
-            try:
-                n = proc.open_fds(self.pid)
-            except OSError:
-                return
-            self.samples.append((round(time.monotonic() - self.started), n))
-
-    def stop(self):
-        self._done.set()
-        self._thread.join()
-        return time.monotonic() - self.started
-
-    def write_csv(self, path):
-        with open(path, "w") as f:
-            f.write("seconds,server_fds\n" + "".join(f"{t},{n}\n" for t, n in self.samples))
-
-
-def attack(cmd, cpus, limit_s):
-    """Runs slowhttptest pinned to `cpus`, stopped past limit_s; its output, stdout then stderr."""
-    p = processes.start(cmd, cpus, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    note = ""
-    try:
-        out, err = p.communicate(timeout=limit_s)
-    except subprocess.TimeoutExpired:
-        processes.stop(p, grace=5)
-        out, err = p.communicate()
-        note = "\nabuse: slowhttptest killed 30 s past its duration\n"
-    processes.stop(p)  # already ended: only forgets it
-    return (out or "") + (err or "") + note
-
-
 def run_one(a, model, attack_name, cpus):
     """A fresh server, one attack against it; the summary of slowhttptest's CSV and the rest."""
     server_cpus, client_cpus = cpus
@@ -178,36 +71,36 @@ def run_one(a, model, attack_name, cpus):
     prefix = os.path.join(a.out, f"{model}-{attack_name}")
     with Server(model, cpus=server_cpus, threads=threads, args=extra, bin_dir=a.bin_dir) as server:
         try:
-            cmd = (["slowhttptest"] + attack_args(attack_name, a, server.url("/plaintext"))
-                   + ["-g", "-o", prefix])
+            url = server.url("/plaintext")
+            cmd = ["slowhttptest"] + slowhttptest.attack_args(attack_name, a, url) + ["-g", "-o", prefix]
             print(f"abuse: {model} {attack_name}: {shlex.join(cmd)}", file=sys.stderr)
-            watcher = FdWatcher(server.pid)
-            output = attack(cmd, client_cpus, a.duration + 30)
-            elapsed = watcher.stop()
+            watch = longrun.Watch(server).start()  # its descriptors: the connections it holds
+            output, stopped = slowhttptest.run(cmd, client_cpus, a.duration + 30)
+            elapsed = watch.stop()
             alive = server.running()
+            if stopped:
+                output += "\nabuse: slowhttptest killed 30 s past its duration\n"
         finally:
             server.stop()
             shutil.copyfile(server.log_path, prefix + "-server.log")
-    watcher.write_csv(prefix + "-server.csv")
+    fds = [s.fds for s in watch.samples]
+    longrun.write_csv(prefix + "-server.csv", ["seconds", "server_fds"],
+                      [(round(s.t_s), s.fds) for s in watch.samples])
     with open(prefix + ".log", "w") as f:
-        f.write("$ " + shlex.join(cmd) + "\n" + COLOUR.sub("", output))
+        f.write("$ " + shlex.join(cmd) + "\n" + slowhttptest.COLOUR.sub("", output))
     if os.path.exists(prefix + ".html"):
         os.unlink(prefix + ".html")  # its chart loads a script from the web; the CSV holds the same
-    rows = read_csv(prefix + ".csv") if os.path.exists(prefix + ".csv") else []
-    result = summarize(rows)
-    fds = [n for _, n in watcher.samples]
+    rows = slowhttptest.read_csv(prefix + ".csv") if os.path.exists(prefix + ".csv") else []
+    result = slowhttptest.summarize(rows)
     result.update({
-        "ended": exit_status(output), "server_fds_max": max(fds, default=0),
+        "ended": slowhttptest.exit_status(output), "server_fds_max": max(fds, default=0),
         "server_fds_end": fds[-1] if fds else 0, "model": model, "attack": attack_name,
-        "server_command": relative(server.command),
-        "command": shlex.join(cmd).replace(prefix, f"results/abuse/{model}-{attack_name}"),
+        "server_command": processes.shown(server.command, server_cpus),
+        "command": processes.shown(cmd, client_cpus,
+                                   replace=((prefix, f"results/abuse/{model}-{attack_name}"),)),
         "elapsed_s": round(elapsed, 1), "server_alive_after": alive,
         "csv": f"{model}-{attack_name}.csv", "rows": rows})
     return result
-
-
-def relative(argv):
-    return shlex.join(argv).replace(ROOT + "/", "")
 
 
 # -- writing ---------------------------------------------------------------------------------------
@@ -244,31 +137,25 @@ def table_lines(results):
     return lines
 
 
-def write_summary(a, results, meta, prov):
+def write_summary(a, results, meta, cond):
+    """summary.json (`meta` with the provenance, and every result) and summary.md."""
     with open(os.path.join(a.out, "summary.json"), "w") as f:
-        json.dump({"meta": dict(meta, provenance=prov), "results": results}, f, indent=1)
-    lines = ["# Slow-client attacks (slowhttptest) against every model", ""]
-    if a.note:
-        lines += [f"> {a.note}", ""]
-    lines += table_lines(results)
-    lines += ["", "![service available over time](available.png)", "",
-              READING.format(probe=a.probe_timeout), ""]
-    lines += provenance.conditions_markdown(
-        prov, ended_utc=meta["ended"], load_after=meta["load_after"], pinning=meta["pinning"],
-        command=meta["command"], machine_extra=f'; slowhttptest {meta["slowhttptest"]}')
-    lines += ["", "## The commands, per model and attack", ""]
-    for r in results:
-        lines.append(f'- {r["model"]} {r["attack"]}: server `{r["server_command"]}`; '
-                     f'attack `{r["command"]}`')
-    with open(os.path.join(a.out, "summary.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
+        json.dump({"meta": dict(meta, provenance=cond.prov), "results": results}, f, indent=1)
+    commands = [f'- {r["model"]} {r["attack"]}: server `{r["server_command"]}`; '
+                f'attack `{r["command"]}`' for r in results]
+    longrun.write_page(
+        os.path.join(a.out, "summary.md"), "Slow-client attacks (slowhttptest) against every model",
+        a.note, table_lines(results), "![service available over time](available.png)",
+        READING.format(probe=a.probe_timeout),
+        cond.markdown(machine_extra=f'; slowhttptest {meta["slowhttptest"]}')
+        + ["", "## The commands, per model and attack", ""] + commands)
 
 
 def chart(results, out_dir, duration):
     plt = pyplot("abuse")
     if plt is None:
         return
-    attacks = [t for t in ATTACKS if any(r["attack"] == t for r in results)]
+    attacks = [t for t in slowhttptest.ATTACKS if any(r["attack"] == t for r in results)]
     models = list(dict.fromkeys(r["model"] for r in results))
     if not attacks:
         return
@@ -323,7 +210,8 @@ def parse_args(argv=None):
     ap.add_argument("--server", default=os.path.join(default_bin_dir(), "cm-server"),
                     help="the cm-server to run (default: build/bin/cm-server)")
     ap.add_argument("--models", default="", help="comma-separated (default: every built model)")
-    ap.add_argument("--modes", default=",".join(ATTACKS), help="slowloris, slowread (default: both)")
+    ap.add_argument("--modes", default=",".join(slowhttptest.ATTACKS),
+                    help="slowloris, slowread (default: both)")
     ap.add_argument("--connections", type=int, default=500, help="slowhttptest -c (default 500)")
     ap.add_argument("--rate", type=int, default=100, help="connections opened a second, -r (default 100)")
     ap.add_argument("--duration", type=int, default=30, help="seconds per attack, -l (default 30)")
@@ -358,15 +246,9 @@ def chosen(a):
             sys.exit(f"abuse: model {m} is not built (built: {', '.join(built)})")
     attacks = [t for t in a.modes.split(",") if t]
     for t in attacks:
-        if t not in ATTACKS:
+        if t not in slowhttptest.ATTACKS:
             sys.exit(f"abuse: unknown mode {t} (slowloris, slowread)")
     return models, attacks
-
-
-def slowhttptest_version():
-    p = subprocess.run(["slowhttptest", "-h"], capture_output=True, text=True)
-    found = re.search(r"version .*", p.stdout + p.stderr)
-    return found.group(0).strip() if found else "unknown"
 
 
 def main():
@@ -377,12 +259,11 @@ def main():
     models, attacks = chosen(a)
     processes.install_signal_handlers()
     os.makedirs(a.out, exist_ok=True)
-    cpus = proc.split_cpus(1)
-    prov = provenance.provenance(a.bin_dir)
-    meta = {"started": prov["recorded_utc"], "load_before": prov["load_average"],
-            "pinning": proc.pinning_line(*cpus, "cm-server", "slowhttptest"),
-            "command": shlex.join(["harness/abuse"] + sys.argv[1:]),
-            "slowhttptest": slowhttptest_version(), "duration_s": a.duration}
+    cond = longrun.Conditions("abuse", "slowhttptest", a.bin_dir)
+    cpus = (cond.server_cpus, cond.client_cpus)
+    meta = {"started": cond.prov["recorded_utc"], "load_before": cond.prov["load_average"],
+            "pinning": cond.pinning, "command": cond.command,
+            "slowhttptest": slowhttptest.version(), "duration_s": a.duration}
     results = []
     for model in models:
         for attack_name in attacks:
@@ -391,9 +272,10 @@ def main():
             except RuntimeError as e:
                 print(f"abuse: {model} {attack_name}: {e}", file=sys.stderr)
             time.sleep(1)  # the previous server's sockets leave TIME_WAIT on other ports; nothing shared
-    meta["ended"] = provenance.utc_now()
-    meta["load_after"] = list(proc.load_average())
-    write_summary(a, results, meta, prov)
+    cond.end()
+    meta["ended"] = cond.ended_utc
+    meta["load_after"] = cond.load_after
+    write_summary(a, results, meta, cond)
     try:
         chart(results, a.out, a.duration)
     except charts.LayoutError as e:  # the run's files are written: --redraw after a fix

@@ -34,39 +34,16 @@ import csv
 import dataclasses
 import json
 import os
-import re
 import shlex
 import shutil
 import sys
 import tempfile
 import time
 
-from cmharness import ROOT, charts, default_bin_dir, load, proc, processes, provenance
+from cmharness import ROOT, charts, default_bin_dir, load, longrun, processes
 from cmharness.results import pyplot
 from cmharness.servers import Server
-
-PROGRESS = re.compile(r"cm-load\s+(\d+)s\s+(\w+)\s+rps\s+(\d+)\s+open\s+(\d+)/(\d+)\s+errors\s+(\d+)")
-#: How far the last minute's mean RSS may move from the second minute's and still be "flat".
-FLAT = 0.05
-
-
-@dataclasses.dataclass
-class Progress:
-    """cm-load's latest progress line: its phase (connect, stagger, warmup, run) and counts."""
-
-    phase: str = ""
-    rps: int = 0
-    open: int = 0
-    errors: int = 0
-
-
-def parse_progress(line):
-    """A Progress from one of cm-load's progress lines; None for any other line."""
-    m = PROGRESS.search(line)
-    if not m:
-        return None
-    return Progress(phase=m.group(2), rps=int(m.group(3)), open=int(m.group(4)),
-                    errors=int(m.group(6)))
+from cmharness.soak_report import table_rows, trend, write_json, write_markdown
 
 
 @dataclasses.dataclass
@@ -88,49 +65,30 @@ FIELDS = [f.name for f in dataclasses.fields(Sample)]
 
 
 class Sampler:
-    """Called by load.run every poll: follows cm-load's log (progress lines kept, other lines
-    echoed) and, once a second, reads the server. `died` turns true when the server is gone."""
+    """Called by load.run every poll: follows cm-load's log (longrun.ProgressLog) and, once a
+    second, reads the server (longrun.Watch) into a Sample beside cm-load's latest progress."""
 
     def __init__(self, server, log_path, t0):
-        self.server = server
-        self.log_path = log_path
-        self.t0 = t0
-        self.next_tick = t0 + 1
+        self.log = longrun.ProgressLog(log_path)
+        self.watch = longrun.Watch(server, t0)
         self.samples = []
-        self.progress = Progress()
-        self.died = False
-        self._log = None
-        self._partial = ""
 
-    def follow(self):
-        if self._log is None:
-            try:
-                self._log = open(self.log_path, errors="replace")
-            except OSError:
-                return
-        self._partial += self._log.read()
-        *lines, self._partial = self._partial.split("\n")
-        for line in lines:
-            progress = parse_progress(line)
-            if progress:
-                self.progress = progress
-            elif line.strip():
-                print(line.rstrip(), file=sys.stderr)
+    @property
+    def died(self):
+        return self.watch.died
 
     def __call__(self, now):
-        self.follow()
-        if self.died or now < self.next_tick:
+        self.log.follow()
+        if self.died:
             return
-        self.next_tick += 1
-        try:
-            r = self.server.readings()
-            fds = proc.open_fds(self.server.pid)
-        except (RuntimeError, ProcessLookupError, FileNotFoundError):
-            self.died = True
+        w = self.watch(now)
+        if self.died:
             print("soak: cm-server died", file=sys.stderr)
+        if w is None:
             return
-        p = self.progress
-        s = Sample(round(now - self.t0, 1), r.rss_kib, fds, r.threads, round(r.cpu_s, 2),
+        r = w.readings
+        p = self.log.latest
+        s = Sample(round(w.t_s, 1), r.rss_kib, w.fds, r.threads, round(r.cpu_s, 2),
                    p.rps, p.open, p.errors, p.phase)
         self.samples.append(s)
         if len(self.samples) % 30 == 0:
@@ -138,87 +96,7 @@ class Sampler:
                   f"rps {s.rps}  open {s.open}  errors {s.errors}", file=sys.stderr)
 
     def close(self):
-        if self._log is not None:
-            self.follow()
-            self._log.close()
-
-
-# -- the arithmetic of the verdict (pure) ---------------------------------------------------------
-
-def mean(xs):
-    return sum(xs) / len(xs) if xs else float("nan")
-
-
-def whole(x):
-    """x rounded, or None when there was nothing to average (a run shorter than two minutes)."""
-    return round(x) if x == x else None
-
-
-@dataclasses.dataclass
-class Trend:
-    """The second minute against the last one: mean RSS (KiB) and descriptors, and the verdict."""
-
-    rss_second: float
-    rss_last: float
-    fds_second: float
-    fds_last: float
-    change: float  # (last - second) / second; nan when either minute has no sample
-    same_minute: bool  # the run ended before the third minute: the two minutes are one
-    flat: bool
-    verdict: str
-
-
-def trend(samples):
-    """The Trend of samples taken once a second (t_s since cm-load started). The first minute is
-    left out: it holds the connect phase and the allocator's warm-up."""
-    end = samples[-1].t_s if samples else 0
-    second = [s for s in samples if 60 <= s.t_s < 120]
-    last = [s for s in samples if end - 60 <= s.t_s]
-    rss_second = mean([s.rss_kib for s in second])
-    rss_last = mean([s.rss_kib for s in last])
-    change = (rss_last - rss_second) / rss_second if second and last else float("nan")
-    same_minute = end < 180
-    flat = abs(change) <= FLAT
-    if not second:
-        verdict = "no verdict: the run was shorter than two minutes"
-    else:
-        verdict = "flat" if flat else f"NOT flat (it {'grew' if change > 0 else 'fell'})"
-        if same_minute:
-            verdict += " (the second minute is the last: nothing compared)"
-    return Trend(rss_second, rss_last, mean([s.fds for s in second]), mean([s.fds for s in last]),
-                 change, same_minute, flat, verdict)
-
-
-def table_rows(result, t, connections, server_alive):
-    """The (what, value) rows of summary.md's table; "?" where cm-load wrote no result."""
-    def of(text):
-        return text() if result else "?"
-
-    def errors():
-        kinds = ", ".join(f"{k} {v}" for k, v in result.errors.items())
-        return f"{result.errors_total} ({kinds})"
-
-    def latency():
-        lat = result.latency_us
-        return f"{lat.p50 / 1000:.1f} / {lat.p99 / 1000:.1f} / {lat.max / 1000:.1f} ms"
-
-    def answered():
-        n = result.responses_total
-        return "?" if n is None else f"{n:,}"
-
-    return [
-        ("connections held (cm-load, end of window)",
-         of(lambda: f"{result.connections_open:,} of {connections:,}")),
-        ("rps (measured window)", of(lambda: f"{result.rps:,.0f}")),
-        ("requests answered (whole run)", of(answered)),
-        ("errors", of(errors)),
-        ("latency p50 / p99 / max", of(latency)),
-        ("RSS, mean of the second minute", f"{t.rss_second / 1024:.1f} MiB"),
-        ("RSS, mean of the last minute", f"{t.rss_last / 1024:.1f} MiB"),
-        ("RSS change", f"{t.change * 100:+.1f}%: {t.verdict}"),
-        ("open descriptors, second / last minute", f"{t.fds_second:,.0f} / {t.fds_last:,.0f}"),
-        ("server alive at the end", "yes" if server_alive else "NO"),
-    ]
+        self.log.close()
 
 
 # -- running ---------------------------------------------------------------------------------------
@@ -297,53 +175,6 @@ def soak(a, out, server_cpus, load_cpus):
         return Soak(samples, run, alive, server.command, load_command)
 
 
-# -- writing ---------------------------------------------------------------------------------------
-
-def relative(argv):
-    return shlex.join(argv).replace(ROOT + "/", "")
-
-
-def write_samples(path, samples):
-    with open(path, "w") as f:
-        f.write(",".join(FIELDS) + "\n")
-        for s in samples:
-            f.write(",".join(str(v) for v in dataclasses.astuple(s)) + "\n")
-
-
-def write_json(path, a, t, s, meta):
-    """summary.json: the verdict's figures, cm-load's JSON as it wrote it, and `meta` (the
-    commands, the pinning, and meta.provenance: the machine, the commit, the trees measured)."""
-    result = s.run.result if s.run else None
-    summary = {"model": a.model, "minutes": a.minutes, "connections": a.connections,
-               "delay_ms": a.delay, "rss_second_minute_kib": whole(t.rss_second),
-               "rss_last_minute_kib": whole(t.rss_last),
-               "rss_change": round(t.change, 4) if t.change == t.change else None,
-               "flat": t.flat, "same_minute": t.same_minute,
-               "fds_second_minute": whole(t.fds_second), "fds_last_minute": whole(t.fds_last),
-               "server_alive_at_end": s.server_alive, "meta": meta,
-               "load": result.kept if result else None}
-    with open(path, "w") as f:
-        json.dump(summary, f, indent=1)
-
-
-def write_markdown(path, a, rows, s, meta):
-    lines = [f"# Soak: {a.model}, {a.connections:,} connections on /delay/{a.delay}, "
-             f"{a.minutes:g} minutes", ""]
-    if a.note:
-        lines += [f"> {a.note}", ""]
-    lines += ["| | |", "| --- | --- |"] + [f"| {k} | {v} |" for k, v in rows]
-    lines += ["", "![RSS, descriptors and rps over time](soak.png)", "",
-              "Samples, one a second: `samples.csv`; cm-load's own result: `load.json`. *Flat* "
-              "means the mean RSS of the last minute is within 5% of the second minute's (the "
-              "first minute holds the connect phase).", ""]
-    lines += provenance.conditions_markdown(
-        meta["provenance"], ended_utc=meta["ended_utc"], load_after=meta["load_after"],
-        pinning=meta["pinning"], command=meta["command"])
-    lines += [f"- Server: `{meta['server_command']}`", f"- Load: `{meta['load_command']}`"]
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
-
-
 def chart(samples, a, path):
     """soak.png: the server's RSS, its open descriptors and cm-load's rps over time, a panel each
     (two unrelated scales on one panel invite reading one line against the other), each with
@@ -378,11 +209,9 @@ def chart(samples, a, path):
 
 def read_samples(path):
     """samples.csv back into Samples."""
-    kinds = [f.type for f in dataclasses.fields(Sample)]
-    convert = {"float": float, "int": int, "str": str, float: float, int: int, str: str}
+    fields = dataclasses.fields(Sample)
     with open(path) as f:
-        rows = list(csv.DictReader(f))
-    return [Sample(*(convert[k](r[n]) for k, n in zip(kinds, FIELDS))) for r in rows]
+        return [Sample(*(k.type(r[k.name]) for k in fields)) for r in csv.DictReader(f)]
 
 
 def redraw(folder, out=None):
@@ -409,22 +238,22 @@ def main():
     os.makedirs(out, exist_ok=True)
     processes.install_signal_handlers()
     processes.raise_open_files()
-    server_cpus, load_cpus = proc.split_cpus(1)
-    pinning = proc.pinning_line(server_cpus, load_cpus, "cm-server", "cm-load")
-    prov = provenance.provenance(os.path.dirname(os.path.abspath(a.load)))
-    s = soak(a, out, server_cpus, load_cpus)
-    meta = {"started_utc": prov["recorded_utc"], "ended_utc": provenance.utc_now(),
-            "load_after": list(proc.load_average()), "pinning": pinning,
-            "command": shlex.join(["harness/soak"] + sys.argv[1:]),
-            "server_command": relative(s.server_command), "load_command": relative(s.load_command),
-            "load_status": s.run.status if s.run else "no result", "provenance": prov}
+    cond = longrun.Conditions("soak", "cm-load", os.path.dirname(os.path.abspath(a.load)))
+    s = soak(a, out, cond.server_cpus, cond.client_cpus)
+    cond.end()
+    commands = {"server_command": processes.shown(s.server_command, cond.server_cpus),
+                "load_command": processes.shown(s.load_command, cond.client_cpus)}
+    meta = {"started_utc": cond.prov["recorded_utc"], "ended_utc": cond.ended_utc,
+            "load_after": cond.load_after, "pinning": cond.pinning, "command": cond.command,
+            **commands, "load_status": s.run.status if s.run else "no result",
+            "provenance": cond.prov}
 
-    write_samples(os.path.join(out, "samples.csv"), s.samples)
+    longrun.write_csv(os.path.join(out, "samples.csv"), FIELDS, map(dataclasses.astuple, s.samples))
     t = trend(s.samples)
-    result = s.run.result if s.run else None
-    rows = table_rows(result, t, a.connections, s.server_alive)
+    rows = table_rows(s.run.result if s.run else None, t, a.connections, s.server_alive)
     write_json(os.path.join(out, "summary.json"), a, t, s, meta)
-    write_markdown(os.path.join(out, "summary.md"), a, rows, s, meta)
+    write_markdown(os.path.join(out, "summary.md"), a, rows, cond.markdown() + [
+        f"- Server: `{commands['server_command']}`", f"- Load: `{commands['load_command']}`"])
     try:
         chart(s.samples, a, os.path.join(out, "soak.png"))
     except charts.LayoutError as e:  # the run's files are written: --redraw after a fix
