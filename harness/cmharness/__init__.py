@@ -22,6 +22,9 @@
     cost_run, cost_report     harness/cost's measuring engine and its page
     loadgen     what cross-check and tsung-check share: clients in rounds, their page parts
     benchmarks, primitives    cm-micro's Google Benchmark JSON, and results/micro.md's body
+    longrun     what soak and abuse share: /proc once a second, their conditions, page and CSV
+    soak_report, staircase_report, slowhttptest
+                soak's verdict and page; staircase's README; running and reading slowhttptest
     tools/      the tools, each a module with main(); harness/NAME runs it (nothing here imports one)
 
 Orchestration is Python (Debian's /usr/bin/python3, standard library only; charts need its
