@@ -83,11 +83,21 @@ def efficiency(rps, ceilings):
     return rps / low if low else None
 
 
+# The threads a peer's /block holds, each for the whole call: Tokio's spawn_blocking pool (512 by
+# default, tokio-peer --blocking-threads), and Go's limit on OS threads (debug.SetMaxThreads,
+# 10,000 by default) -- a goroutine in nanosleep(2) holds its thread, and past the limit the Go
+# runtime ends the program rather than queue. A waiting /delay holds neither (a timer).
+PEER_BLOCK_THREADS = {"tokio": 512, "go": 10000}
+
+
 def waiting_threads(kind, path, *, workers=64, loops=1, pool=64, offload="standard",
-                    wait_mode="timer"):
+                    wait_mode="timer", peer=None):
     """The threads a request to `path` holds while it waits in a server of this kind, or None
-    when a waiting request holds no thread (an async timer, a thread per call, a peer)."""
+    when a waiting request holds no thread (an async timer, a thread per call, nginx or node).
+    `peer` names a peer (kind "peer"): Go's and Tokio's /block hold one (PEER_BLOCK_THREADS)."""
     is_delay, is_block = path.startswith("/delay/"), path.startswith("/block/")
+    if kind == "peer":
+        return PEER_BLOCK_THREADS.get(peer) if is_block else None
     if kind == "blocking":
         return workers if (is_delay or is_block) else None  # a worker sleeps through either
     if kind != "async":

@@ -158,7 +158,7 @@ def waiting_threads(target, profile, settings, path):
     return ceilings.waiting_threads(
         target.kind, path, workers=profile.blocking_workers, loops=settings.loops,
         pool=profile.pool, offload=target.arg("--offload", "standard"),
-        wait_mode=target.arg("--wait-mode", "timer"))
+        wait_mode=target.arg("--wait-mode", "timer"), peer=target.name)
 
 
 def stagger_ms(row, threads, cap_ms):

@@ -103,6 +103,10 @@ class Ceilings(unittest.TestCase):
         self.assertEqual(wt("async", "/block/1", loops=1, offload="inline"), 1)
         self.assertIsNone(wt("async", "/block/1", offload="thread"))
         self.assertIsNone(wt("peer", "/delay/10"))
+        self.assertIsNone(wt("peer", "/block/10", peer="nginx"))
+        self.assertIsNone(wt("peer", "/delay/10", peer="tokio"))
+        self.assertEqual(wt("peer", "/block/10", peer="tokio"), 512)  # spawn_blocking's pool
+        self.assertEqual(wt("peer", "/block/10", peer="go"), 10000)  # SetMaxThreads
 
 
 class Runner(unittest.TestCase):

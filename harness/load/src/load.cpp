@@ -178,6 +178,12 @@ Target make_target(const Options& options, const UrlTemplate& url, double stagge
   target.delay = options.delay;
   target.server = resolve(url);
   target.expect = default_expectation(url);
+  if (options.body) {  // POST /echo answers what it was sent
+    target.method = "POST";
+    target.body = *options.body;
+    target.expect.body = options.body;
+    target.expect.body_is_delay = false;
+  }
   if (options.expect_body) {
     target.expect.body = options.expect_body;
     target.expect.body_is_delay = false;

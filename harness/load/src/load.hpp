@@ -34,6 +34,9 @@ struct Options {
   std::chrono::microseconds spin{100};
   int expect_status = 200;
   std::optional<std::string> expect_body;       ///< nullopt: the URL's default (url_template.hpp)
+  /// --body: POST this body (with its Content-Length) instead of a GET; the answer is then
+  /// expected to carry it back (POST /echo) unless expect_body says otherwise.
+  std::optional<std::string> body;
   std::optional<std::uint64_t> min_latency_ms;  ///< nullopt: the URL's default
   unsigned source_addresses = 0;                ///< 0 = auto: as many 127.0.0.x as the ports need
   unsigned first_source = 1;                    ///< the sources are 127.0.0.FIRST and on

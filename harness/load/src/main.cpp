@@ -37,6 +37,7 @@ struct CommandLine {
   long spin_us = options.spin.count();
   std::uint64_t min_latency_ms = 0;
   std::string expect_body;
+  std::string body;
   double stagger_ms = 0;
   double rate = 0;
   std::int64_t window_at_ns = 0;
@@ -45,6 +46,7 @@ struct CommandLine {
   // Whether these were given (their values have no "not given" of their own).
   CLI::Option* stagger_ms_option = nullptr;
   CLI::Option* expect_body_option = nullptr;
+  CLI::Option* body_option = nullptr;
   CLI::Option* min_latency_option = nullptr;
   CLI::Option* rate_option = nullptr;
   CLI::Option* window_at_option = nullptr;
@@ -91,6 +93,9 @@ void add_options(CLI::App& app, CommandLine& cl) {
       ->capture_default_str();
   cl.expect_body_option = app.add_option("--expect-body", cl.expect_body,
                                          "body of a correct answer (default: from the URL)");
+  cl.body_option = app.add_option("--body", cl.body,
+                                  "POST this body (with its Content-Length) instead of a GET; "
+                                  "a correct answer carries it back, as POST /echo does");
   cl.min_latency_option =
       app.add_option("--min-latency-ms", cl.min_latency_ms,
                      "an answer faster than this is early (default: the delay)");
@@ -115,6 +120,7 @@ void convert_options(CommandLine& cl) {
   options.spin = std::chrono::microseconds(cl.spin_us);
   if (!cl.delay.empty()) options.delay = cm::load::DelayRange::parse(cl.delay);
   if (*cl.expect_body_option) options.expect_body = cl.expect_body;
+  if (*cl.body_option) options.body = cl.body;
   if (*cl.min_latency_option) options.min_latency_ms = cl.min_latency_ms;
   if (*cl.rate_option) options.rate = cl.rate;
   options.poisson = cl.arrival == "poisson";

@@ -165,8 +165,12 @@ Worker::Worker(const Target& target, Shared& shared, unsigned first_slot, unsign
     pace_timer_.reset(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
     if (!pace_timer_) throw std::system_error(errno, std::generic_category(), "timerfd_create");
   }
-  request_tail_ = " HTTP/1.1\r\nHost: " + target.url.authority() + "\r\n\r\n";
-  if (!target.url.has_ms) fixed_request_ = "GET " + target.url.path(0) + request_tail_;
+  request_tail_ = " HTTP/1.1\r\nHost: " + target.url.authority() + "\r\n";
+  if (target.method == "POST") {
+    request_tail_ += "Content-Length: " + std::to_string(target.body.size()) + "\r\n";
+  }
+  request_tail_ += "\r\n" + target.body;
+  if (!target.url.has_ms) fixed_request_ = target.method + " " + target.url.path(0) + request_tail_;
 }
 
 Worker::~Worker() = default;
@@ -473,7 +477,8 @@ void Worker::send_request(Connection& c, std::int64_t now, std::int64_t intended
                      ? d.min_ms
                      : std::uniform_int_distribution<std::uint32_t>(d.min_ms, d.max_ms)(rng_);
     // Rebuilt in place: the string keeps its capacity, so no allocation after the first.
-    c.request.assign("GET ");
+    c.request.assign(target_.method);
+    c.request.append(" ");
     c.request.append(target_.url.path_prefix);
     c.request.append(std::to_string(c.delay_ms));
     c.request.append(target_.url.path_suffix);

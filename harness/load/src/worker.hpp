@@ -33,6 +33,9 @@ struct Target {
   std::optional<DelayRange> delay;  ///< set iff url.has_ms
   Expectation expect;
   int expect_status = 200;
+  /// "GET", or "POST" with this body (--body) sent with its Content-Length.
+  std::string method = "GET";
+  std::string body;
   std::int64_t timeout_ns = 0;
   /// Poll without sleeping for this long after the last event (0: always sleep in epoll_wait).
   std::int64_t spin_ns = 0;
