@@ -4,6 +4,8 @@
     harness/waiting-cost --model asio_coro --waiting 10000 --threads 1
     harness/waiting-cost --model uring_coro --waiting 10000 --threads 1 --json /tmp/uring_coro.json
     harness/waiting-cost --model node --waiting 10000
+    harness/waiting-cost --model go --waiting 10000 --threads 1      # GOMAXPROCS 1
+    harness/waiting-cost --model tokio --waiting 10000 --threads 1   # the current_thread runtime
 
 The method is the harness core's (cmharness/memory.py), the same cm-price uses for its "bytes
 per waiting request": a freshly started server (build/bin/cm-server, or --server, on a free port),
@@ -36,7 +38,7 @@ from cmharness.provenance import provenance
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", help="a model of cm-server, or node")
+    ap.add_argument("--model", help="a model of cm-server, or a peer: node, go, tokio")
     ap.add_argument("--summary", metavar="DIR", help="only write DIR/README.md from DIR/*.json")
     ap.add_argument("--waiting", type=int, default=1000, help="requests left waiting (max ~19,000)")
     ap.add_argument("--threads", type=int, default=None,
@@ -103,12 +105,18 @@ def summary(folder):
              "model holds a worker thread per waiting request and starts its workers with the "
              "server: it is measured across a server of 1 worker holding 1 request and one of N "
              "holding N, the difference over N - 1 -- the thread's own resident memory included "
-             "-- and the stack each thread reserves (virtual, mostly never touched) beside it.", "",
+             "-- and the stack each thread reserves (virtual, mostly never touched) beside it. "
+             "The peers run on one core as the models do: go with GOMAXPROCS 1 (a goroutine per "
+             "connection, parked on the runtime's netpoller and timers), tokio on its "
+             "current_thread runtime (a task per connection); `threads` counts every thread the "
+             "process has, its runtime's own included.", "",
              "| model | timers | threads | waiting | RSS before KiB | RSS after KiB | bytes per "
              "waiting request | stack reserved per request | commit | command |",
              "|---|---|--:|--:|--:|--:|--:|--:|---|---|"]
     for d in docs:
-        timers = d.get("timers", "model") if d["model"] != "blocking" else "-"
+        timers = "-"
+        if d["model"] not in ("blocking", *servers.PEERS):
+            timers = d.get("timers", "model")
         stack = d.get("stack_reserved_bytes")
         lines.append(f"| {d['model']} | {timers} | {d['threads']} | {d['waiting']:,} | "
                      f"{d['rss_before_kib']:,} | {d['rss_after_kib']:,} | "
@@ -132,12 +140,13 @@ def main():
     hard = processes.raise_open_files()
     if args.waiting > hard - 100:
         sys.exit(f"waiting-cost: at most {hard - 100} connections fit under the open-files limit")
-    extra = ("--timers", args.timers) if args.model not in ("blocking", *servers.PEERS) else ()
+    is_peer = args.model in servers.PEERS
+    extra = ("--timers", args.timers) if args.model != "blocking" and not is_peer else ()
     logs = []
     try:
         cost = memory.measure(args.model, args.waiting, loops=args.threads or 1,
-                              program=args.server if args.model != "node" else None, args=extra,
-                              logs=logs)
+                              program=None if is_peer else args.server, args=extra, logs=logs,
+                              bin_dir=os.path.dirname(os.path.abspath(args.server)))
     except (RuntimeError, ValueError) as e:
         sys.exit(f"waiting-cost: {e}")
     figures = figures_of(cost, args)
