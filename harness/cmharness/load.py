@@ -136,9 +136,11 @@ class LoadResult:
 
 
 def command(url, *, connections, threads=1, duration_s=2.0, warmup_s=1.0, timeout_ms=None,
-            delay=None, stagger_ms=None, json_path=None, quiet=True, extra=(), bin_dir=None):
+            delay=None, stagger_ms=None, json_path=None, quiet=True, extra=(), bin_dir=None,
+            body=None):
     """The cm-load command line for one run. `stagger_ms` spreads the first requests (0: no
-    stagger; None: with a delay, cm-load's own --stagger over the mean delay is not asked)."""
+    stagger; None: with a delay, cm-load's own --stagger over the mean delay is not asked);
+    `body`: each request a POST of it, its answer expected to carry it back (POST /echo)."""
     argv = [os.path.join(bin_dir or default_bin_dir(), "cm-load"), url,
             "--connections", str(connections), "--threads", str(threads),
             "--duration", f"{duration_s:g}", "--warmup", f"{warmup_s:g}"]
@@ -148,6 +150,8 @@ def command(url, *, connections, threads=1, duration_s=2.0, warmup_s=1.0, timeou
         argv += ["--delay", str(delay)]
     if stagger_ms:
         argv += ["--stagger-ms", str(int(round(stagger_ms)))]
+    if body is not None:
+        argv += ["--body", body]
     if json_path:
         argv += ["--json", json_path]
     if quiet:

@@ -136,7 +136,7 @@ def plan_targets(profile, built, only=(), peers=True, bin_dir=None):
     wanted = (lambda n: not only or n in only)
     targets, skipped = [], []
     for name in built:
-        if wanted(name) and not (profile.models == "async" and name == "blocking"):
+        if wanted(name) and profiles.prices_model(profile, name):
             targets += [Target(name, v) for v in profile.variants]
     for peer in profile.peers if peers else ():
         if not wanted(peer):
@@ -247,7 +247,8 @@ class Runner:
                 server.port, plaintext=any(r.path == "/plaintext" for r in rows),
                 delay=t.kind != "peer" or any(r.path.startswith("/delay/") for r in rows),
                 block=any(r.path.startswith("/block/") for r in rows),
-                cpu_us=sorted({int(r.compute_us) for r in rows if r.compute_us > 0}))
+                cpu_us=sorted({int(r.compute_us) for r in rows if r.compute_us > 0}),
+                echo_bodies=sorted({r.body for r in rows if r.body is not None}))
             self.validations[t.label] = v
             self.log(f"{t.label}: " + ("valid" if v.ok else f"refused: {v.failure}"))
             if not v.ok:
@@ -293,7 +294,7 @@ class Runner:
         tag = os.path.join(s.work_dir, f"{self.sequence:05d}")
         common = dict(threads=s.load_threads, duration_s=duration_s, warmup_s=warmup_s,
                       timeout_ms=profiles.timeout_ms(p, row), delay=row.delay,
-                      stagger_ms=m.stagger_ms, bin_dir=s.bin_dir)
+                      stagger_ms=m.stagger_ms, bin_dir=s.bin_dir, body=row.body)
         limit = warmup_s + duration_s + m.stagger_ms / 1000 + 120
         parts = load.parts_of(row.connections, p.connections_per_load)
         if len(parts) == 1:

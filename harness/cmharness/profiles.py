@@ -13,6 +13,10 @@ machine.
 A row with "cpu_ceiling" is the server's CPU ceiling: it is measured in short windows on servers
 kept running, alternated between the servers in each round (ceiling_window), and again right before
 every other row of the same server (back to back), which is priced against it.
+
+"models" is "all", "async" or a list of model names; a row with "body" POSTs it and expects it back
+(POST /echo); "published" holds a published table the profile reproduces (seed-echo.json): its
+figures are shown beside the run's own ratios.
 """
 
 import dataclasses
@@ -50,6 +54,11 @@ class Row:
     cpu_ceiling: bool = False
     stagger: bool = False
     sweep: bool = False
+    body: "str | None" = None  # a POST of this body (POST /echo answers it back); None: a GET
+
+    @property
+    def method(self):
+        return "GET" if self.body is None else "POST"
 
     @property
     def mean_delay_ms(self):
@@ -74,7 +83,8 @@ class Row:
 
     def label(self):
         path = self.path.replace("{ms}", self.delay) if self.delay else self.path
-        return f"{path} x {self.connections:,}"
+        method = "" if self.body is None else f"{self.method} "
+        return f"{method}{path} x {self.connections:,}"
 
 
 @dataclasses.dataclass
@@ -94,6 +104,7 @@ class Profile:
     timeout_ms: "int | None" = None
     models: str = "all"
     peers: list = dataclasses.field(default_factory=list)
+    published: "dict | None" = None  # a published table this profile reproduces (_published)
     blocking_workers: int = 64
     pool: int = 64
     loops: "int | None" = None
@@ -146,12 +157,12 @@ def _positive(v, where):
     return v
 
 
-_TOP = {"name", "description", "summary", "duration_s", "warmup_s", "ceiling_window", "rounds", "max_rounds",
-        "timeout_ms",
+_TOP = {"name", "description", "summary", "published", "duration_s", "warmup_s", "ceiling_window",
+        "rounds", "max_rounds", "timeout_ms",
         "models", "peers", "server", "load_threads", "fresh_server", "stagger_cap_ms", "chart",
         "ceiling_margin",
         "variants", "rows", "kind", "rates_percent", "connections_per_load", "memory"}
-_ROW = {"id", "path", "delay_ms", "connections", "sweep", "cpu_ceiling", "stagger"}
+_ROW = {"id", "path", "delay_ms", "connections", "sweep", "cpu_ceiling", "stagger", "body"}
 
 
 def parse(doc):
@@ -175,9 +186,13 @@ def parse(doc):
     p.ceiling_per_variant = bool(window.get("per_variant", False))
     p.ceiling_duration_s = float(window.get("duration_s", p.ceiling_duration_s))
     p.ceiling_warmup_s = float(window.get("warmup_s", p.ceiling_warmup_s))
+    p.published = _published(doc.get("published"))
     p.models = doc.get("models", "all")
-    if p.models not in ("all", "async"):
-        raise ProfileError('models: "all" or "async"')
+    if isinstance(p.models, list):
+        if not p.models or not all(isinstance(m, str) and m not in PEERS for m in p.models):
+            raise ProfileError('models: a non-empty list of model names (no peer)')
+    elif p.models not in ("all", "async"):
+        raise ProfileError('models: "all", "async" or a list of models')
     p.peers = list(doc.get("peers", []))
     for peer in p.peers:
         if peer not in PEERS:
@@ -209,7 +224,33 @@ def parse(doc):
     if not doc.get("rows"):
         raise ProfileError("rows: expected a non-empty list")
     p.rows = _rows(doc["rows"])
+    for row in (p.published or {}).get("rows", []):
+        if row.get("row") not in {r.id for r in p.rows}:
+            raise ProfileError(f'published.rows: "{row.get("row")}" is not a row id of the profile')
     return p
+
+
+_PUBLISHED = {"source", "setting", "a", "b", "rows", "differs"}
+_PUBLISHED_ROW = {"row", "as", "a_rps", "b_rps", "a_latency_us", "b_latency_us"}
+
+
+def _published(doc):
+    """A published table the profile reproduces (None: none): where it comes from, how it was
+    run, the two servers compared ("a" over "b", as named here), and per row of this profile its
+    figures there -- rps and mean latency of each -- with what differs here."""
+    if doc is None:
+        return None
+    _only(doc, _PUBLISHED, "published")
+    for key in ("source", "setting", "a", "b", "differs"):
+        if not isinstance(doc.get(key), str):
+            raise ProfileError(f'published.{key}: a string is required')
+    if not doc.get("rows"):
+        raise ProfileError("published.rows: expected a non-empty list")
+    for i, row in enumerate(doc["rows"]):
+        _only(row, _PUBLISHED_ROW, f"published.rows[{i}]")
+        for key in ("a_rps", "b_rps", "a_latency_us", "b_latency_us"):
+            _positive(row.get(key), f"published.rows[{i}].{key}")
+    return doc
 
 
 def _rows(specs):
@@ -219,6 +260,9 @@ def _rows(specs):
         _only(spec, _ROW, where)
         if "{ms}" in spec["path"] and not spec.get("delay_ms"):
             raise ProfileError(f"{where}: a path with {{ms}} needs delay_ms")
+        body = spec.get("body")
+        if body is not None and (not isinstance(body, str) or spec.get("cpu_ceiling")):
+            raise ProfileError(f"{where}: body is the text a row POSTs (not on a cpu_ceiling row)")
         delays = [str(d) for d in spec.get("delay_ms", [])] or [None]
         for d in delays:
             if d is not None:
@@ -226,8 +270,15 @@ def _rows(specs):
             for c in spec["connections"]:
                 rows.append(Row(spec["id"], spec["path"], int(_positive(c, where + ".connections")),
                                 d, bool(spec.get("cpu_ceiling")), bool(spec.get("stagger")),
-                                bool(spec.get("sweep"))))
+                                bool(spec.get("sweep")), body))
     return sorted(rows, key=lambda r: not r.cpu_ceiling)  # stable: file order otherwise
+
+
+def prices_model(profile, name):
+    """Whether a profile's "models" ("all", "async" or a list) takes this model."""
+    if isinstance(profile.models, list):
+        return name in profile.models
+    return not (profile.models == "async" and name == "blocking")
 
 
 def load(name_or_path, profiles_dir=PROFILES_DIR):

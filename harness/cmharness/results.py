@@ -113,6 +113,7 @@ def row_json(target, row, rounds):
     return {
         "server": target.name, "variant": target.variant.name, "label": target.label,
         "id": row.id, "key": row.key, "path": row.path, "delay": row.delay,
+        "method": row.method, "body_bytes": None if row.body is None else len(row.body.encode()),
         "mean_delay_ms": row.mean_delay_ms, "connections_requested": row.connections,
         "cpu_ceiling_row": any(m.is_ceiling for m in ok), "bound": bound, "summary": summary,
         "rounds_measured": len(ok), "stagger_ms": ok[0].stagger_ms if ok else 0,
@@ -123,7 +124,8 @@ def row_json(target, row, rounds):
 
 def claims(runner):
     """Every comparative figure of a run, as an Estimate: each non-ceiling row's efficiency, and
-    each server's CPU-ceiling rps over nginx's (or node's when there is no nginx) within a round."""
+    each server's CPU-ceiling rps over nginx's (or node's when there is no nginx, else the profile's
+    first peer's) within a round."""
     out = []
     for (label, key), rounds in runner.measurements.items():
         target = next(t for t in runner.targets if t.label == label)
@@ -133,8 +135,8 @@ def claims(runner):
             est = stats.estimate([m.efficiency for m in rounds if m is not None and m.counted])
             if est:
                 out.append(_claim(target, row, "efficiency", est, [target.name]))
-    reference = next((p for p in ("nginx", "node") if (p, _ceiling_key(runner)) in
-                      runner.measurements), None)
+    reference = next((p for p in ("nginx", "node", *runner.profile.peers)
+                      if (p, _ceiling_key(runner)) in runner.measurements), None)
     if reference and runner.ceiling_row is not None:
         ref = [m.rps if m else None for m in runner.measurements[(reference, _ceiling_key(runner))]]
         for (label, key), rounds in runner.measurements.items():

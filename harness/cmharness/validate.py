@@ -91,7 +91,29 @@ def overlapping(port, prefix, n=32, lo=10, hi=250, rng=random):
     return ""
 
 
-def validate(port, *, plaintext=False, delay=False, block=False, cpu_us=()):
+def echo(port, body, timeout=30.0):
+    """What is wrong with POST /echo of `body` ("" when it came back whole, 200,
+    application/octet-stream)."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request("POST", "/echo", body=body.encode())
+        r = c.getresponse()
+        got = r.read().decode(errors="replace")
+        content_type = r.getheader("Content-Type", "")
+    except (OSError, http.client.HTTPException) as e:
+        return f"POST /echo: {type(e).__name__}: {e}"
+    finally:
+        c.close()
+    if r.status != 200:
+        return f"POST /echo: status {r.status}, expected 200"
+    if got != body:
+        return f'POST /echo: body "{got[:40]}", expected the {len(body)} bytes sent'
+    if content_type.split(";")[0].strip().lower() != "application/octet-stream":
+        return f'POST /echo: Content-Type "{content_type}", expected application/octet-stream'
+    return ""
+
+
+def validate(port, *, plaintext=False, delay=False, block=False, cpu_us=(), echo_bodies=()):
     """Runs the checks the rows need against 127.0.0.1:port; the first failure refuses."""
     v = Validation()
 
@@ -121,4 +143,9 @@ def validate(port, *, plaintext=False, delay=False, block=False, cpu_us=()):
         if why:
             return refuse(why)
         v.passed.append(f"/cpu/{us} answered {us}")
+    for body in echo_bodies:
+        why = echo(port, body)
+        if why:
+            return refuse(why)
+        v.passed.append(f"POST /echo of {len(body)} bytes answered them back")
     return v

@@ -44,8 +44,13 @@ class Routes:
         cls.server.close()
 
     def test_it_passes_the_validation_every_priced_row_passes(self):
-        v = validate.validate(self.server.port, plaintext=True, delay=True, block=True, cpu_us=(0, 500))
+        v = validate.validate(self.server.port, plaintext=True, delay=True, block=True,
+                              cpu_us=(0, 500), echo_bodies=("Hello, World!", "x" * 5000))
         self.assertTrue(v.ok, v.failure)
+        self.assertIn("POST /echo of 5000 bytes answered them back", v.passed)
+        # 2 MiB is past the 1 MiB limit: a 413 (or the connection cut while it was sent)
+        self.assertRegex(validate.echo(self.server.port, "x" * (2 << 20)),
+                         r"^POST /echo: (status 413|\w*Error)")
 
     def test_plaintext_is_text_with_its_length_a_date_and_the_peers_name(self):
         status, headers, body = request(self.server.port, "GET", "/plaintext")

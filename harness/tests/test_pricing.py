@@ -57,8 +57,37 @@ class Profiles(unittest.TestCase):
         row = profiles.Row("delay", "/delay/{ms}", 10, delay="500:1000")
         self.assertEqual(profiles.timeout_ms(p, row), 3000)
 
+    def test_a_row_with_a_body_is_a_post_that_expects_it_back(self):
+        p = profile(rows=[{"id": "get", "path": "/plaintext", "connections": [100],
+                           "cpu_ceiling": True},
+                          {"id": "post", "path": "/echo", "body": "Hello", "connections": [100]}])
+        get, post = p.rows
+        self.assertEqual((get.method, post.method, post.body), ("GET", "POST", "Hello"))
+        self.assertEqual(post.label(), "POST /echo x 100")
+        self.assertEqual(get.label(), "/plaintext x 100")
+        argv = load.command("http://127.0.0.1:1/echo", connections=100, body=post.body)
+        self.assertEqual(argv[argv.index("--body") + 1], "Hello")
+        self.assertNotIn("--body", load.command("http://127.0.0.1:1/plaintext", connections=1))
+        with self.assertRaisesRegex(profiles.ProfileError, "body is the text a row POSTs"):
+            profile(rows=[{"id": "p", "path": "/echo", "body": "x", "connections": [1],
+                           "cpu_ceiling": True}])
+        with self.assertRaisesRegex(profiles.ProfileError, "body is the text a row POSTs"):
+            profile(rows=[{"id": "p", "path": "/echo", "body": 5, "connections": [1]}])
+
+    def test_models_may_be_named(self):
+        p = profile(models=["uring_coro"])
+        self.assertTrue(profiles.prices_model(p, "uring_coro"))
+        self.assertFalse(profiles.prices_model(p, "asio_coro"))
+        self.assertFalse(profiles.prices_model(profile(models="async"), "blocking"))
+        self.assertTrue(profiles.prices_model(profile(), "blocking"))
+        targets, _ = price.plan_targets(p, ["asio_coro", "uring_coro"], peers=False)
+        self.assertEqual([t.name for t in targets], ["uring_coro"])
+        for bad in ([], ["tokio"], "some"):
+            with self.assertRaisesRegex(profiles.ProfileError, "models"):
+                profile(models=bad)
+
     def test_every_committed_profile_parses(self):
-        for name in ("quick", "delay-sweep", "arena", "offload"):
+        for name in ("quick", "delay-sweep", "arena", "offload", "seed-echo"):
             p = profiles.load(name)
             self.assertTrue(p.rows[0].cpu_ceiling, name)
             self.assertGreaterEqual(p.rounds, 6, f"{name}: a 95% interval needs 6 rounds")

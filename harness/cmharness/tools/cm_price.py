@@ -44,8 +44,9 @@ from cmharness.servers import built_models
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog="cm-price", description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("profile", help="a name in harness/profiles/ (quick, delay-sweep, arena, wheel, "
-                    "offload) or a file")
+    known = sorted(n[:-len(".json")] for n in os.listdir(profiles.PROFILES_DIR)
+                   if n.endswith(".json"))
+    ap.add_argument("profile", help=f"a name in harness/profiles/ ({', '.join(known)}) or a file")
     ap.add_argument("--models", default="", help="only these models (and peers), comma-separated")
     ap.add_argument("--connections", default="", help="connections of the sweep rows: 100,1000")
     ap.add_argument("--delay", default="", help="delays of the sweep rows (ms or A:B): 100,10:90")
@@ -133,6 +134,7 @@ def method(p, s):
 def meta_for(p, s, args, runner_orders=None):
     return {
         "profile": p.name, "description": p.description, "summary": p.summary, "chart": p.chart,
+        "published": p.published,
         "command": " ".join(shlex.quote(a) for a in ["build/bin/cm-price", *sys.argv[1:]]),
         "note": args.note, "profile_settings": _settings_json(p), "seed": s.seed,
         "server_cpus": proc.cpu_list(s.server_cpus), "load_cpus": proc.cpu_list(s.load_cpus),
