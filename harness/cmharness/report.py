@@ -32,7 +32,8 @@ def _row_label(doc, key):
 def row_title(r):
     """"/delay/100 x 2,000" of a row of results.json."""
     path = r["path"].replace("{ms}", r["delay"]) if r["delay"] else r["path"]
-    return f"{path} x {r['connections_requested']:,}"
+    method = f"{r['method']} " if r.get("method", "GET") != "GET" else ""
+    return f"{method}{path} x {r['connections_requested']:,}"
 
 
 def _row_order(doc, key):
@@ -525,6 +526,54 @@ def opening(doc):
     return lines
 
 
+def _round_means(r):
+    """Each round's mean latency in µs, by round number (None where it failed)."""
+    out = {}
+    for m in r.get("rounds", []):
+        if m and m.get("round") is not None and not m.get("error"):
+            out[m["round"]] = (((m.get("load") or {}).get("latency_us")) or {}).get("mean")
+    return out
+
+
+def _row_of(doc, server, row_id):
+    for t in doc["targets"]:
+        if t["server"] == server and t["variant"] in ("standard", "-"):
+            return next((r for r in t["rows"] if r["id"] == row_id), None)
+    return None
+
+
+def published_section(doc):
+    """The published table a profile reproduces (meta.published), its figures beside this run's:
+    A's rps and mean latency over B's, there from one run each, here the median of the ratios
+    taken within each round with its interval; "" when the profile reproduces none."""
+    pub = doc["meta"].get("published")
+    if not pub:
+        return ""
+    a, b = pub["a"], pub["b"]
+    lines = [f"## Beside the published figures", "",
+             f"From {pub['source']}. There: {pub['setting']}", "",
+             f"| row | there: {a} rps | there: {b} rps | there: {a} / {b}, rps | here: {a} / {b}, "
+             f"rps, within a round | there: {a} / {b}, mean latency | here: {a} / {b}, mean "
+             "latency, within a round |", "|---|--:|--:|--:|--:|--:|--:|"]
+    for p in pub["rows"]:
+        ra, rb = _row_of(doc, a, p["row"]), _row_of(doc, b, p["row"])
+        here_rps = here_latency = "-"
+        if ra and rb:
+            est = rps_ratio(ra, rb)
+            here_rps = est.format("{:.2f}") if est else "-"
+            la, lb = _round_means(ra), _round_means(rb)
+            keys = sorted(set(la) & set(lb))
+            lat = stats.paired_ratio([la[k] for k in keys], [lb[k] for k in keys])
+            here_latency = lat.format("{:.2f}") if lat else "-"
+            title = f"{p['as']} (here {row_title(ra)})"
+        else:
+            title = p["as"]
+        lines.append(f"| {title} | {p['a_rps']:,.0f} | {p['b_rps']:,.0f} | "
+                     f"{p['a_rps'] / p['b_rps']:.2f} | {here_rps} | "
+                     f"{p['a_latency_us'] / p['b_latency_us']:.2f} | {here_latency} |")
+    return "\n".join(lines + ["", f"What differs: {pub['differs']}", ""])
+
+
 def markdown(doc, charts, chart_note="", reproduced=None):
     m = doc["meta"]
     p = m["provenance"]
@@ -533,6 +582,7 @@ def markdown(doc, charts, chart_note="", reproduced=None):
     trees = ", ".join(f"{k} `{(v or '-')[:10]}`" for k, v in p["trees"].items())
     parts = [
         *opening(doc),
+        *([published_section(doc)] if published_section(doc) else []),
         "## How it was measured", "", m["description"], "",
         f"Written by `cm-price` on {m['finished_utc']} (started {m['started_utc']}); every number "
         "on this page comes from this run. Regenerate with:", "", f"    {m['command']}", "",

@@ -184,3 +184,46 @@ class CommittedPages(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Published(unittest.TestCase):
+    """A profile that reproduces a published table shows its figures beside this run's ratios."""
+
+    def setUp(self):
+        plain = {"asio_coro": [100e3, 90e3, 80e3, 100e3, 95e3, 85e3],
+                 "uring_coro": [110e3, 99e3, 96e3, 100e3, 104.5e3, 93.5e3]}
+        self.doc = document(Lesson({"asio_coro": ASYNC, "uring_coro": ASYNC}, plain))
+        self.doc["meta"]["published"] = {
+            "source": "a README", "setting": "22 CPUs, wrk -c100.", "a": "uring_coro",
+            "b": "asio_coro", "differs": "everything.",
+            "rows": [{"row": "plaintext", "as": "GET /echo", "a_rps": 562_133.1,
+                      "b_rps": 559_214.1, "a_latency_us": 100.04, "b_latency_us": 131.02}]}
+
+    def test_the_published_ratio_beside_the_ratio_taken_within_each_round(self):
+        text = report.published_section(self.doc)
+        line = next(x for x in text.splitlines() if x.startswith("| GET /echo"))
+        # there: 562,133 / 559,214 = 1.01 and 100.04 / 131.02 = 0.76; here the rounds' ratios
+        # 1.10 1.10 1.20 1.00 1.10 1.10 (median 1.10), latencies equal in every round
+        self.assertIn("(here /plaintext x 128) | 562,133 | 559,214 | 1.01 | 1.10 [", line)
+        self.assertIn("| 0.76 | 1.00 [1.00 1.00] |", line)
+        self.assertIn("What differs: everything.", text)
+        self.assertIn("## Beside the published figures", report.markdown(self.doc, []))
+
+    def test_a_profile_without_one_shows_nothing(self):
+        del self.doc["meta"]["published"]
+        self.assertEqual(report.published_section(self.doc), "")
+        self.assertNotIn("published figures", report.markdown(self.doc, []))
+
+    def test_a_published_row_must_name_a_row_of_the_profile(self):
+        doc = {"name": "t", "rows": [{"id": "get", "path": "/plaintext", "connections": [1],
+                                      "cpu_ceiling": True}],
+               "published": {"source": "s", "setting": "s", "a": "x", "b": "y", "differs": "d",
+                             "rows": [{"row": "post", "as": "POST", "a_rps": 1, "b_rps": 1,
+                                       "a_latency_us": 1, "b_latency_us": 1}]}}
+        with self.assertRaisesRegex(profiles.ProfileError, '"post" is not a row id'):
+            profiles.parse(doc)
+        doc["published"]["rows"][0]["row"] = "get"
+        self.assertEqual(profiles.parse(doc).published["a"], "x")
+        doc["published"]["rows"][0]["b_rps"] = 0
+        with self.assertRaisesRegex(profiles.ProfileError, "b_rps"):
+            profiles.parse(doc)
