@@ -114,10 +114,12 @@ func numeric(w http.ResponseWriter, r *http.Request) bool {
 			return true
 		}
 		switch route.prefix {
+		// [go-wait]
 		case "/delay/":
 			time.Sleep(time.Duration(n) * time.Millisecond)
 		case "/block/":
 			blockThread(n)
+		// [go-wait]
 		default:
 			burnCPU(n)
 		}

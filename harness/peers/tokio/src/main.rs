@@ -96,6 +96,7 @@ async fn numeric(path: &str, get: bool) -> Option<Response<Body>> {
             }
         };
         match prefix {
+            // [tokio-wait]
             "/delay/" => wait(n).await,
             "/block/" => {
                 let slept = tokio::task::spawn_blocking(move || std::thread::sleep(Duration::from_millis(n)));
@@ -103,6 +104,7 @@ async fn numeric(path: &str, get: bool) -> Option<Response<Body>> {
                     return Some(text(StatusCode::SERVICE_UNAVAILABLE, "the blocking pool failed\n".into()));
                 }
             }
+            // [tokio-wait]
             _ => burn_cpu(n),
         }
         return Some(text(StatusCode::OK, n.to_string()));
