@@ -594,16 +594,25 @@ TEST(Load, SeveralSourceAddressesOnLoopback) {
 }
 
 #ifdef CM_HAVE_REGISTRY
-TEST(Load, BlockingModelGivesNoErrors) {
+/// The blocking model, listening on a free port; nullptr (and why) when it was not built.
+std::unique_ptr<Server> started_blocking_model(std::string& why) {
   ServerOptions so;
   so.port = 0;
   std::unique_ptr<Server> server;
   try {
     server = make_server("blocking", so);
   } catch (const std::invalid_argument& e) {
-    GTEST_SKIP() << e.what();
+    why = e.what();
+    return nullptr;
   }
   server->start();
+  return server;
+}
+
+TEST(Load, BlockingModelGivesNoErrors) {
+  std::string why;
+  std::unique_ptr<Server> server = started_blocking_model(why);
+  if (!server) GTEST_SKIP() << why;
   Result delay = run(short_run(server->port(), "/delay/{ms}"));
   Result plain = run(short_run(server->port(), "/plaintext"));
   server->stop();
@@ -618,15 +627,9 @@ TEST(Load, BlockingModelGivesNoErrors) {
 // --body: each request a POST with its Content-Length, the answer checked against the body sent
 // (POST /echo); a server that read it wrong would answer 400, 405 or another body.
 TEST(Load, APostedBodyComesBackFromEcho) {
-  ServerOptions so;
-  so.port = 0;
-  std::unique_ptr<Server> server;
-  try {
-    server = make_server("blocking", so);
-  } catch (const std::invalid_argument& e) {
-    GTEST_SKIP() << e.what();
-  }
-  server->start();
+  std::string why;
+  std::unique_ptr<Server> server = started_blocking_model(why);
+  if (!server) GTEST_SKIP() << why;
   Options o = short_run(server->port(), "/echo");
   o.body = std::string(100, 'x') + "\r\n\r\nGET / HTTP/1.1";  // bytes that look like a request
   Result echoed = run(o);
