@@ -258,6 +258,9 @@ awaitable<void> serve_connection(Connection c, Loop& loop) {
   Session session = loop.state.session(Moment::now());
   for (;;) {
     while (auto plan = session.next()) {
+      // stop() may have closed it while its bytes came in or its last reply went out: a wait
+      // begun now would hold the loop's run(), and so stop(), until it ends.
+      if (loop.stopping) co_return;
       const Outcome outcome = co_await execute(*plan, c, loop, session.tag());
       if (outcome == Outcome::stopped || loop.stopping) co_return;
       if (!co_await respond(c, loop, session, reply_for(*plan, outcome))) co_return;
