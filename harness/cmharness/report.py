@@ -459,7 +459,8 @@ def paired_table(doc):
 
 def what_it_shows(doc):
     """Sentences from the figures: per row described (each row kind's fewest and most
-    connections), what the servers answered, grouped by the kind of ceiling that bound them."""
+    connections), what the servers answered, grouped by the kind of ceiling that bound them; the
+    servers of one variant (`--offload pool`) are one group, whatever bound each."""
     rows = priced_rows(doc)
     flags = {v["name"]: " ".join(v.get("server_args", [])) for v in
              doc["meta"].get("profile_settings", {}).get("variants", [])}
@@ -471,14 +472,18 @@ def what_it_shows(doc):
     for key in keys:
         pairs = rows[key]
         groups = {}
-        servers = {t["server"] for t, _ in pairs}
         for t, r in pairs:
-            if rps_estimate(r):
-                key = (bound_kind(r), _ceiling_value_if_fixed(r), t["variant"])
-                groups.setdefault(key, []).append((t, r))
+            if not rps_estimate(r):
+                continue
+            if _standard(t["variant"]):
+                groups.setdefault((bound_kind(r), _ceiling_value_if_fixed(r), t["variant"]),
+                                  []).append((t, r))
+            else:
+                groups.setdefault((None, None, t["variant"]), []).append((t, r))
+        variant_servers = {t["server"] for t, _ in pairs if not _standard(t["variant"])}
         parts = []
-        for (kind, fixed, variant), members in groups.items():
-            names = _names(members, servers, variant, flags)
+        for (_, _, variant), members in groups.items():
+            names = _names(members, variant_servers, variant, flags)
             rps = [rps_estimate(r).estimate for _, r in members]
             span = f"{min(rps):,.0f}" if len(rps) == 1 else f"{min(rps):,.0f} to {max(rps):,.0f}"
             effs = [(r["summary"].get("efficiency_interval") or {}).get("estimate")
@@ -487,22 +492,39 @@ def what_it_shows(doc):
             eff = "" if not effs else (f", {min(effs):.0%}" if len(effs) == 1 or
                                        round(min(effs), 2) == round(max(effs), 2)
                                        else f", {min(effs):.0%} to {max(effs):.0%}")
-            against = ceiling_text(*members[0]) if fixed else (
-                "its own CPU ceiling" if kind == "cpu" else "ceilings that differ by round")
+            against = _against(members)
             parts.append(f"{names} answered {span} rps{eff} of {against}"
                          if eff else f"{names} answered {span} rps against {against}")
         out.append(f"At {row_title(pairs[0][1])}: " + "; ".join(parts) + ".")
     return " ".join(out)
 
 
-def _names(members, servers, variant, flags):
-    """"asio_coro, uring_coro", or for a variant "`--offload pool`: every model" (the row's
-    every server)."""
+def _standard(variant):
+    return variant in ("standard", "-")
+
+
+def _against(members):
+    """The ceiling a group was priced against: its value when it is one for every member and
+    every round, else its kind when it is one, else that each has its own."""
+    fixed = {_ceiling_value_if_fixed(r) for _, r in members}
+    kinds = {bound_kind(r) for _, r in members}
+    if len(fixed) == 1 and None not in fixed and len(kinds) == 1:
+        return ceiling_text(*members[0])
+    if kinds == {"cpu"}:
+        return "its own CPU ceiling"
+    if len(kinds) == 1:
+        return "ceilings that differ by round"
+    return "the ceilings that bind each"
+
+
+def _names(members, variant_servers, variant, flags):
+    """"asio_coro, uring_coro", or for a variant "`--offload pool`: every model" (every server
+    run with a variant in that row)."""
     mine = [t["server"] for t, _ in members]
-    if variant in ("standard", "-"):
+    if _standard(variant):
         return ", ".join(t["label"] for t, _ in members)
     how = f"`{flags[variant]}`" if flags.get(variant) else variant
-    return f"{how}: " + ("every model" if set(mine) == servers and len(mine) > 1
+    return f"{how}: " + ("every model" if set(mine) == variant_servers and len(mine) > 1
                          else ", ".join(mine))
 
 

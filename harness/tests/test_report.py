@@ -101,6 +101,38 @@ class LessonTable(unittest.TestCase):
                       report.compact(self.doc))
 
 
+class Variants(unittest.TestCase):
+    """The opening names the servers of one variant (`--offload pool`) as one group."""
+
+    def setUp(self):
+        self.doc = document(Lesson({"blocking": BLOCKING, "asio_coro": ASYNC,
+                                    "uring_coro": [r - 20 for r in ASYNC]}))
+        for t in self.doc["targets"]:
+            if t["server"] in ("asio_coro", "uring_coro"):
+                t["variant"] = "pool"
+                for r in t["rows"]:
+                    r["variant"] = "pool"
+        self.doc["meta"]["profile_settings"] = {
+            "variants": [{"name": "pool", "server_args": ["--offload", "pool"]}]}
+
+    def delay_row(self, server):
+        return next(r for t in self.doc["targets"] if t["server"] == server
+                    for r in t["rows"] if not r["cpu_ceiling_row"])
+
+    def test_every_model_of_a_variant_though_a_server_without_one_shares_the_row(self):
+        text = report.what_it_shows(self.doc)
+        self.assertIn("`--offload pool`: every model answered 19,865 to 19,885 rps, 99% of "
+                      "20,000 = 2,000 connections / 0.1 s", text)
+        self.assertIn("blocking answered 638 rps, 100% of 640 = 64 threads / 0.1 s", text)
+
+    def test_one_group_whatever_bound_each_says_so_instead_of_one_value(self):
+        self.delay_row("uring_coro")["bound"] = "cpu"
+        text = report.what_it_shows(self.doc)
+        self.assertIn("`--offload pool`: every model answered 19,865 to 19,885 rps", text)
+        self.assertIn("of the ceilings that bind each", text)
+        self.assertNotIn("20,000 = 2,000 connections", text)
+
+
 class Orderings(unittest.TestCase):
     def test_rps_orders_the_servers_and_efficiency_is_never_ranked_across_ceilings(self):
         doc = document(Lesson({"blocking": BLOCKING, "asio_coro": ASYNC,
