@@ -42,6 +42,7 @@ class Row:
     source: str  # "results/delay-sweep/results.json: asio_coro /delay/100 x 16,000"
     waiting_bytes: "int | None" = None  # bytes per waiting request its profile measured
     stack_bytes: "int | None" = None  # the stack a blocking worker reserves
+    waiting_source: "str | None" = None  # the file waiting_bytes comes from
 
 
 @dataclasses.dataclass
@@ -85,17 +86,30 @@ def delay_rows(doc, source):
                             _median(s, "rss_per_connection_kib"), eff, r.get("bound", ""),
                             f"{source}: {target['name']} {r['path'].replace('{ms}', format(r['mean_delay_ms'], 'g'))}"
                             f" x {n:,}", cost.get("bytes_per_waiting"),
-                            cost.get("reserved_bytes_per_waiting")))
+                            cost.get("reserved_bytes_per_waiting"), source))
     return rows
 
 
 def load_rows(results_dir, profiles=("delay-sweep", "arena")):
+    """The /delay rows of the profiles; a server whose profiles measured no bytes per waiting
+    request (a peer priced only in arena: go, tokio) takes them from harness/waiting-cost's file,
+    results/waiting-cost/SERVER.json, when there is one."""
     rows = []
     for profile in profiles:
         path = os.path.join(results_dir, profile, "results.json")
         if os.path.isfile(path):
             with open(path) as f:
                 rows += delay_rows(json.load(f), os.path.relpath(path, os.path.dirname(results_dir)))
+    for server in dict.fromkeys(r.server for r in rows):
+        if waiting_row(rows, server) is None:
+            path = os.path.join(results_dir, "waiting-cost", f"{server}.json")
+            if os.path.isfile(path):
+                with open(path) as f:
+                    measured = json.load(f).get("rss_per_waiting_request_bytes")
+                where = os.path.relpath(path, os.path.dirname(results_dir))
+                for r in rows:
+                    if r.server == server and measured is not None:
+                        r.waiting_bytes, r.waiting_source = measured, where
     return rows
 
 

@@ -122,11 +122,31 @@ class Tool(unittest.TestCase):
         self.assertIn("1.80-2.00 |", text)  # headroom against --rate
         self.assertIn("libuv_callbacks /delay/100 x 16,000", text)
 
+    def test_a_peer_without_a_profiles_waiting_cost_takes_the_waiting_cost_files(self):
+        with tempfile.TemporaryDirectory() as results:
+            os.makedirs(os.path.join(results, "arena"))
+            os.makedirs(os.path.join(results, "waiting-cost"))
+            peer = {"targets": [{"name": "go", "rows": [
+                row(16000, 20000, 27000, 50.0, 15.0, (0.75, 0.6, 0.9), "cpu")]}]}
+            with open(os.path.join(results, "arena", "results.json"), "w") as f:
+                json.dump(peer, f)
+            with open(os.path.join(results, "waiting-cost", "go.json"), "w") as f:
+                json.dump({"rss_per_waiting_request_bytes": 15434}, f)
+            rows = sizing.load_rows(results)
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                size_tool.main(["10000", "100", "--results", results])
+        self.assertAlmostEqual(sizing.size(rows, "go", 10000, 100, 1).memory_mib,
+                               10000 * 15434 / 2**20)
+        self.assertIn("15,434 bytes per waiting request (", out.getvalue())
+        self.assertIn("waiting-cost/go.json)", out.getvalue())
+
     def test_the_committed_results_size_every_model(self):
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             size_tool.main(["10000", "100"])
-        for model in ("blocking", "asio_coro", "asio_coro_uring", "libuv_callbacks", "uring_coro"):
+        for model in ("blocking", "asio_coro", "asio_coro_uring", "libuv_callbacks", "uring_coro",
+                      "go", "tokio"):
             self.assertIn(f"| {model} |", out.getvalue())
 
     def test_the_committed_sizing_page_is_what_the_committed_results_say(self):

@@ -3,7 +3,8 @@
     harness/size 10000 100           # 10,000 connections, a 100 ms backend call, one core
     harness/size 500 20 4 --rate 8000
 
-For each model with a committed /delay row (results/delay-sweep and results/arena), prints the
+For each model with a committed /delay row (results/delay-sweep and results/arena; the bytes per
+waiting request of a peer neither measured, from results/waiting-cost), prints the
 three ceilings for the service -- connections / D, threads / D (the blocking model's workers), and
 C times the model's CPU ceiling at its committed row nearest N connections -- which one binds, the rps to expect (that ceiling times the efficiency the row
 reached, its 95% interval), the memory its waiting requests hold, and the row every figure comes
@@ -20,7 +21,8 @@ import os
 import sys
 
 from cmharness import ROOT, sizing
-ORDER = ("blocking", "asio_coro", "asio_coro_uring", "libuv_callbacks", "uring_coro", "node")
+ORDER = ("blocking", "asio_coro", "asio_coro_uring", "libuv_callbacks", "uring_coro", "node", "go",
+         "tokio")
 # The services docs/choosing.md works through: (title, argv).
 EXAMPLES = (
     ("An API gateway: 10,000 clients, a 100 ms call to a backend each", ["10000", "100"]),
@@ -93,7 +95,7 @@ def report(args):
         w = sizing.waiting_row(rows, s.server)
         print(f"- {s.server}: {r.source} -- CPU ceiling {r.cpu_ceiling:,.0f} rps, "
               f"{r.cpu_us_per_request:.1f} us of server CPU per request"
-              + (f"; {w.waiting_bytes:,} bytes per waiting request ({w.source.split(':')[0]})"
+              + (f"; {w.waiting_bytes:,} bytes per waiting request ({w.waiting_source})"
                  if w else "; bytes per waiting request not measured"))
         if e is not None:
             print(f"    efficiency {e.efficiency[0]:.0%} [{e.efficiency[1]:.0%} {e.efficiency[2]:.0%}] "
@@ -112,7 +114,8 @@ def examples(results):
     lines = ["# Sizing three services from the committed results", "",
              "Written by `harness/size --examples results/sizing.md` from "
              "[delay-sweep](delay-sweep/results.md) (its rows, and the bytes per waiting request it "
-             "measured) and [arena](arena/results.md); [docs/choosing.md](../docs/choosing.md) reads it. "
+             "measured), [arena](arena/results.md) (go and tokio, whose bytes per waiting request come from "
+             "[waiting-cost](waiting-cost/README.md)); [docs/choosing.md](../docs/choosing.md) reads it. "
              "Nothing here is measured: each figure is a committed row's, worked out as "
              "`harness/cmharness/sizing.py` says.", ""]
     for title, argv in EXAMPLES:
