@@ -511,7 +511,7 @@ def _against(members):
     if len(fixed) == 1 and None not in fixed and len(kinds) == 1:
         return ceiling_text(*members[0])
     if kinds == {"cpu"}:
-        return "its own CPU ceiling"
+        return "its CPU ceiling"
     if len(kinds) == 1:
         return "ceilings that differ by round"
     return "the ceilings that bind each"
