@@ -402,7 +402,9 @@ def rps_panel(ax, rs, xs, colors):
     that ceiling's mark."""
     ax.bar(xs, [r["rps"] for r in rs], color=colors, width=0.6, zorder=2)
     tops = [efficiency_whisker(ax, x, r) for x, r in zip(xs, rs)]
-    scale = 1.4 * max(tops + [r["lowest"] or 0 for r in rs if not r["cpu_ceiling_row"]])
+    labelled = [max([r["lowest"] or 0] + named_ceilings(r, math.inf))
+                for r in rs if not r["cpu_ceiling_row"]]  # where each label will stand
+    scale = 1.4 * max(tops + labelled)
     for x, r, top in zip(xs, rs, tops):
         if not r["cpu_ceiling_row"]:
             ceiling_marks(ax, r, x, scale)
@@ -413,6 +415,22 @@ def rps_panel(ax, rs, xs, colors):
     rps_axis(ax)
 
 
+GAP = 0.8  # slots between two servers' groups of bars
+
+
+def slots(rs):
+    """{server: its variants in this panel}, in the rows' order: a server has a slot only for a
+    variant it was measured with (a peer has one)."""
+    servers = dict.fromkeys(r["server"] for r in rs)
+    return {s: list(dict.fromkeys(r["variant"] for r in rs if r["server"] == s)) for s in servers}
+
+
+def span(rs):
+    """How many bar widths a grouped panel of `rs` takes, its gaps included."""
+    own = slots(rs)
+    return sum(len(v) for v in own.values()) + GAP * (len(own) - 1)
+
+
 def positions(ax, rs, grouped):
     """Where each bar goes. Grouped (several variants of each server): the variants side by side
     under their server's name; else one bar per server, its name below."""
@@ -421,15 +439,18 @@ def positions(ax, rs, grouped):
         ax.set_xticks(xs)
         ax.set_xticklabels([r["label"] for r in rs], rotation=30, ha="right", fontsize=8)
         return xs
-    servers = list(dict.fromkeys(r["server"] for r in rs))
-    variants = list(dict.fromkeys(r["variant"] for r in rs))
-    step = len(variants) + 0.8
-    xs = [servers.index(r["server"]) * step + variants.index(r["variant"]) for r in rs]
+    own = slots(rs)
+    start, x = {}, 0.0
+    for server, variants in own.items():
+        start[server] = x
+        x += len(variants) + GAP
+    xs = [start[r["server"]] + own[r["server"]].index(r["variant"]) for r in rs]
     ax.set_xticks(xs)
-    ax.set_xticklabels([r["variant"] for r in rs], fontsize=8)
-    for i, s in enumerate(servers):
-        ax.text(i * step + (len(variants) - 1) / 2, -0.13, s, transform=ax.get_xaxis_transform(),
-                ha="center", va="top", fontsize=9, fontweight="bold")
+    ax.set_xticklabels([r["variant"] if r["variant"] != "-" else "" for r in rs], fontsize=8)
+    for server, variants in own.items():
+        ax.text(start[server] + (len(variants) - 1) / 2, -0.13, server,
+                transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=9,
+                fontweight="bold")
     return xs
 
 
@@ -462,8 +483,9 @@ def bars(doc, out, plt, group_key, filename, title):
     variants = list(dict.fromkeys(r["variant"] for r in rows))
     grouped = len([v for v in variants if v != "-"]) > 1
     if grouped:
-        fig, axes = plt.subplots(len(groups), 1, figsize=(13, 3.6 * len(groups) + 1.2),
-                                 squeeze=False)
+        widest = max(span([r for r in rows if group_key(r) == g]) for g in groups)
+        fig, axes = plt.subplots(len(groups), 1, squeeze=False,
+                                 figsize=(max(13, 0.9 * widest), 3.6 * len(groups) + 1.2))
         axes = list(axes[:, 0])
     else:
         most = max(sum(1 for r in rows if group_key(r) == g) for g in groups)
