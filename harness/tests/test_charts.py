@@ -160,6 +160,28 @@ class NoRankingMeasured(unittest.TestCase):
         self.assertEqual(sorted(map(sorted, sets)), [["a", "c"], ["b", "c"]])
 
 
+class GroupedBars(unittest.TestCase):
+    """Where profile_charts puts the bars of a grouped panel (a server's variants side by side)."""
+
+    plot = profile_charts
+
+    def test_a_server_has_a_slot_for_each_variant_it_was_measured_with_only(self):
+        rows = [{"server": s, "variant": v} for s, v in
+                (("asio_coro", "pool"), ("asio_coro", "thread"), ("asio_coro", "inline"),
+                 ("go", "-"), ("uring_coro", "pool"))]
+        self.assertEqual(self.plot.slots(rows), {"asio_coro": ["pool", "thread", "inline"],
+                                                 "go": ["-"], "uring_coro": ["pool"]})
+        self.assertAlmostEqual(self.plot.span(rows), 5 + 2 * self.plot.GAP)
+
+    def test_bars_stand_in_their_servers_groups_a_gap_apart(self):
+        rows = [{"server": s, "variant": v} for s, v in
+                (("asio_coro", "pool"), ("go", "-"), ("asio_coro", "thread"))]
+        fig, ax = plt.subplots()
+        xs = self.plot.positions(ax, rows, grouped=True)
+        plt.close(fig)
+        self.assertEqual(xs, [0, 2 + self.plot.GAP, 1])
+
+
 def committed_pngs():
     return {p: os.stat(p).st_mtime_ns for p in glob.glob(os.path.join(RESULTS, "**", "*.png"),
                                                           recursive=True)}
