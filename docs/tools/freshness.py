@@ -12,10 +12,11 @@ git tree hash of each folder, cmharness.provenance.tree_hashes()); an older file
 its commit (meta.commit.head) is read as the trees of that commit (also when it says the tree had
 uncommitted changes: the old tools disagreed on what that meant).
 
-A server's figures are fresh when those trees equal the working tree's for each of its folders, or
-when results/PROFILE/verifications.json (appended by `cm-price verify`) covers them: of the records
-of that results file (results_started_utc == meta.started_utc) whose trees equal the current ones
-for the server's folders and which have claims naming the server, the last one decides (a later
+A server's figures are fresh when those trees hold the working tree's code for each of its folders
+(the same trees, or trees that differ only in tests, fuzz targets or prose:
+cmharness.provenance.same_code), or when results/PROFILE/verifications.json (appended by `cm-price verify`) covers them: of the records
+of that results file (results_started_utc == meta.started_utc) whose trees hold the current code
+of the server's folders and which have claims naming the server, the last one decides (a later
 "changed" on the same tree undoes an earlier "holds"). It covers nothing of the server when any of
 its claims there is "changed" or "missing": the code changed what it measures. Otherwise a figure
 of one row (`fig PROFILE SERVER[/VARIANT] ROW CONNECTIONS FIELD`) is covered when that row's claims
@@ -45,7 +46,7 @@ sys.path.insert(0, TOOLS)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(TOOLS)), "harness"))
 from doclib import doc_files, find_root  # noqa: E402
 from figures import FIGURE  # noqa: E402
-from cmharness.provenance import folders_of, git, tree_hashes, trees_at  # noqa: E402
+from cmharness.provenance import folders_of, git, same_code, tree_hashes, trees_at  # noqa: E402
 
 HEADLINE = re.compile(
     r"<!-- headline: [^>]*?from results/(?P<profile>[^/\s]+)/results\.json -->(?P<body>.*?)"
@@ -174,6 +175,7 @@ class Profile:
 
     def __init__(self, root: str, name: str):
         self.name = name
+        self.root = root
         folder = os.path.join(root, "results", name)
         path = os.path.join(folder, "results.json")
         if not os.path.isfile(path):
@@ -228,11 +230,14 @@ class Profile:
                  if self.recorded.get(f) != current.get(f)]
         if not moved:
             return Status(True, f"measured on the current tree ({self.origin})", [])
+        if same_code(self.recorded, current, folders, self.root):
+            return Status(True, f"measured on the current code ({self.origin}; since then only "
+                                f"tests, fuzz targets or prose changed)", [])
         deciding = None
         for record in self.records:
             trees = record.get("provenance", {}).get("trees", {})
             claims = [c for c in record.get("claims", []) if server in claim_servers(c)]
-            if claims and all(trees.get(f) == current.get(f) for f in folders):
+            if claims and same_code(trees, current, folders, self.root):
                 deciding = (record, claims)
         if deciding is None:
             return Status(False, f"no verification record in results/{self.name}/verifications."

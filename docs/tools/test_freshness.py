@@ -153,6 +153,23 @@ class FreshnessTest(unittest.TestCase):
         self.assertNotIn("README.md:7:", done.stderr)
         self.assertIn("freshness: 7 of 9", done.stderr)
 
+    def test_a_change_only_to_tests_fuzz_targets_or_prose_leaves_the_figures_fresh(self):
+        self.write("asio_coro/tests/x_test.cpp", "int t;\n")
+        self.write("common/fuzz/corpus/get", "GET / HTTP/1.1\r\n\r\n")
+        self.write("asio_coro/README.md", "# asio_coro\n")
+        done = self.run_tool("--list")
+        self.assert_fresh(done)
+        self.assertIn(f"fresh  {ASIO_FIG}  (asio_coro: measured on the current code (its recorded "
+                      "trees; since then only tests, fuzz targets or prose changed))", done.stdout)
+
+    def test_a_change_to_the_code_beside_the_tests_stales_as_before(self):
+        self.write("asio_coro/tests/x_test.cpp", "int t;\n")
+        self.touch_asio_coro()
+        done = self.run_tool()
+        self.assertEqual(done.returncode, 1)
+        self.assertIn(ASIO_FIG, done.stderr)
+        self.assertIn("freshness: 4 of 9", done.stderr)
+
     def test_a_verification_on_the_current_tree_that_holds_makes_them_fresh(self):
         self.touch_asio_coro()
         now = tree_hashes(root=self.root)

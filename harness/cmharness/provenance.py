@@ -1,14 +1,18 @@
 """Where a result comes from: the machine, its load, the commit, and the git tree hash of every
 model's folder and of common/ as they were measured (the working tree's content, committed or not).
 
-A figure in the docs is fresh while the tree hashes its results file recorded for its model (and
-for common/) equal the current ones (docs/tools/freshness.py); provenance() is the one function
-every tool records.
+A figure in the docs is fresh while the code its results file recorded for its model (and for
+common/) is the current code (docs/tools/freshness.py): the same tree hashes, or trees that differ
+only where nothing of the server is built from (same_code: tests, fuzz targets, prose).
+provenance() is the one function every tool records.
 """
 
 import datetime
+import functools
+import hashlib
 import os
 import platform
+import re
 import resource
 import shutil
 import subprocess
@@ -33,6 +37,36 @@ def folders_of(server):
     """The folders a server's figures depend on: its own and the shared ones (none for a peer)."""
     own = MODEL_FOLDERS.get(server)
     return [own, *SHARED_FOLDERS] if own else []
+
+
+#: What in a tracked folder no server is built from: its tests (with their fixtures), its fuzz
+#: targets and its prose. A change there moves the folder's tree hash but not a figure measured on it.
+NOT_BUILT = re.compile(r"(^|/)(tests|fuzz)/|\.md$")
+
+
+@functools.lru_cache(maxsize=None)
+def code_hash(tree, root=ROOT):
+    """A hash of the part of a folder's tree a server is built from: every file's path and blob
+    hash (`git ls-tree -r`) but those NOT_BUILT matches. None when the repository does not hold the
+    tree (a run on uncommitted code, read in another clone): then only the tree hash can tell."""
+    if not tree:
+        return None
+    try:
+        listing = git("ls-tree", "-r", "--full-tree", tree, root=root)
+    except RuntimeError:
+        return None
+    kept = [line for line in listing.splitlines() if not NOT_BUILT.search(line.split("\t", 1)[1])]
+    return hashlib.sha1("\n".join(kept).encode()).hexdigest()
+
+
+def same_code(trees, other, folders, root=ROOT):
+    """Two records of trees ({folder: tree hash}) hold the same code in every folder given: the
+    same tree, or trees whose code_hash agrees (they differ only in tests, fuzz targets or prose)."""
+    for folder in folders:
+        a, b = trees.get(folder), other.get(folder)
+        if a != b and (code_hash(a, root) is None or code_hash(a, root) != code_hash(b, root)):
+            return False
+    return True
 
 
 def first_line(argv):

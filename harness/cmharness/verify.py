@@ -29,10 +29,10 @@ from . import ROOT, profiles, provenance, stats
 
 
 def same_code(trees, other, servers):
-    """Two runs measured the same code for these servers: every folder they depend on has the same
-    tree in both (provenance.folders_of; a peer depends on none)."""
-    folders = {f for s in servers for f in provenance.folders_of(s)}
-    return all(trees.get(f) == other.get(f) for f in folders)
+    """Two runs measured the same code for these servers: every folder they depend on holds the
+    same code in both (provenance.folders_of, a peer depends on none; provenance.same_code)."""
+    folders = sorted({f for s in servers for f in provenance.folders_of(s)})
+    return provenance.same_code(trees, other, folders)
 
 
 def reproductions(committed_doc, records):

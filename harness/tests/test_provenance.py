@@ -1,6 +1,8 @@
 """cmharness.provenance: the lines a results page writes from provenance()."""
 import os
+import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -61,6 +63,53 @@ class PackageVersions(unittest.TestCase):
         version = provenance.package_versions(["dpkg"])["dpkg"]
         self.assertNotIn("dpkg-query", version)
         self.assertRegex(version, r"^[0-9]")
+
+
+class CodeHash(unittest.TestCase):
+    """code_hash/same_code: a folder's trees that differ only in tests, fuzz targets or prose hold
+    the same code; any other file makes them differ."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = self.tmp.name
+        subprocess.run(["git", "-C", self.root, "init", "-q"], check=True)
+        self.write("m/src/a.cpp", "int a;\n")
+        subprocess.run(["git", "-C", self.root, "add", "-A"], check=True)
+        self.was = provenance.tree_hashes(("m",), root=self.root)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, rel, text):
+        path = os.path.join(self.root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+
+    def same_as_before(self):
+        now = provenance.tree_hashes(("m",), root=self.root)
+        self.assertNotEqual(now["m"], self.was["m"])
+        return provenance.same_code(self.was, now, ["m"], root=self.root)
+
+    def test_tests_fuzz_targets_and_prose_are_not_code(self):
+        self.write("m/tests/a_test.cpp", "int t;\n")
+        self.write("m/runtime/tests/b_test.cpp", "int u;\n")
+        self.write("m/fuzz/corpus/one", "GET /\n")
+        self.write("m/README.md", "# m\n")
+        self.assertTrue(self.same_as_before())
+
+    def test_any_other_file_is_code(self):
+        for rel in ("m/src/a.cpp", "m/CMakeLists.txt", "m/contests.cpp", "m/src/tests.hpp"):
+            with self.subTest(rel=rel):
+                self.write(rel, "changed\n")
+                self.assertFalse(self.same_as_before())
+                self.was = provenance.tree_hashes(("m",), root=self.root)
+
+    def test_a_tree_this_repository_does_not_hold_is_only_its_own_hash(self):
+        self.assertIsNone(provenance.code_hash("0" * 40, root=self.root))
+        unknown = {"m": "0" * 40}
+        self.assertFalse(provenance.same_code(unknown, self.was, ["m"], root=self.root))
+        self.assertTrue(provenance.same_code(unknown, dict(unknown), ["m"], root=self.root))
 
 
 if __name__ == "__main__":
