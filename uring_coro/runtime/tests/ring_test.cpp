@@ -193,8 +193,18 @@ TEST_F(RingTest, SendForGivesEtimeWhenThePeerDoesNotReadAndSendsWhenItDoes) {
     const Fd& a;
     const Fd& b;
   } pair{server, clients.front()};
+  // Buffers of a fixed size (setting one stops the kernel growing it), filled until a pause frees
+  // no room: on the loopback the bytes reach the peer's buffer after send returns, later still
+  // under a sanitizer, so a socket filled once can take more a moment later.
+  const int bytes = 64 * 1024;
+  ASSERT_EQ(::setsockopt(pair.a.get(), SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes), 0);
+  ASSERT_EQ(::setsockopt(pair.b.get(), SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes), 0);
   const std::string block(64 * 1024, 'x');
-  while (::send(pair.a.get(), block.data(), block.size(), MSG_DONTWAIT) > 0) {
+  bool took_more = true;
+  while (took_more) {
+    took_more = false;
+    while (::send(pair.a.get(), block.data(), block.size(), MSG_DONTWAIT) > 0) took_more = true;
+    std::this_thread::sleep_for(20ms);
   }  // the socket's buffers are full now: the peer reads nothing
   auto send_now = [&](Ring& r) -> Task<int> {
     co_return co_await Send(r, pair.a.get(), block, MSG_DONTWAIT);
