@@ -360,13 +360,15 @@ def method_section(v):
                 f"  and the others would only time out. All its threads run on CPU {a.server_cpu}, like every "
                 "other server's."]
     return out + ["- nginx: `harness/peers/nginx.conf.in` with one worker process, `access_log off`; Node.js:",
-                  "  `harness/peers/delay-server.js` (plain `http`, `setTimeout` for `/delay`), its whole process.", ""]
+                  "  `harness/peers/delay-server.js` (plain `http`, `setTimeout` for `/delay`), its whole process;",
+                  "  Go: `harness/peers/go/` (net/http, `time.Sleep` for `/delay`), `GOMAXPROCS` 1; Tokio:",
+                  "  `harness/peers/tokio/` (hyper over the `current_thread` runtime, `tokio::time::sleep`).", ""]
 
 
 def conditions_section(v):
     doc, a, m, c = v.doc, v.args, v.machine, v.doc["clients"]
     extra = (f"; {m['compiler']}, build {m['build_type']}; {c['wrk']}; {c['h2load']}; {c['strace']}; peers "
-             f"{m['peers']['nginx']}, {m['peers']['node']}. Details: [cost/machine.md](cost/machine.md)")
+             f"{', '.join(str(v) for v in m['peers'].values())}. Details: [cost/machine.md](cost/machine.md)")
     out = provenance.conditions_markdown(
         doc["provenance"], ended_utc=doc["ended"]["utc"], load_after=doc["ended"]["load_average"],
         pinning=proc.pinning_line([a.server_cpu], [a.client_cpu], "each server", "its client"),

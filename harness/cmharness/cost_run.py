@@ -21,7 +21,7 @@ import time
 from . import load as cm_load
 from . import proc, processes
 from .parsers import parse_h2load, parse_ss, parse_strace, parse_wrk
-from .servers import PEERS, Server
+from .servers import Server
 
 PLAINTEXT_BODY = b"Hello, World!"
 LOADS = ("wrk", "h2load", "delay")
@@ -270,7 +270,9 @@ def start_server(name, kind, args, scratch):
     """A fresh server on the server CPU. --threads is the event loops of an async model (1), the
     worker pool of the blocking model (one per connection)."""
     conns = args.delay_connections if kind == "delay" else args.connections
-    threads = None if name in PEERS else 1
+    threads = 1  # one event loop; go: GOMAXPROCS 1; tokio: the current_thread runtime
+    if name in ("nginx", "node"):
+        threads = None  # one worker process (nginx.conf.in), one process (node)
     if name == "blocking":
         threads = args.blocking_workers or conns
     return Server(name, cpus=[args.server_cpu], threads=threads, bin_dir=args.bin_dir, workdir=scratch)

@@ -5,7 +5,8 @@
     harness/cost --servers asio_coro,nginx --out /tmp/cost.md --data-dir /tmp/cost
 
 Prices every model cm-server was built with (`--threads 1`: one loop), nginx with one worker
-(harness/peers/nginx.conf.in) and Node.js (harness/peers/delay-server.js), each load on a freshly
+(harness/peers/nginx.conf.in), Node.js (harness/peers/delay-server.js) and the Go and Tokio peers
+built beside cm-server (GOMAXPROCS 1; the current_thread runtime), each load on a freshly
 started server (cmharness.servers) pinned to CPU 0, its client on CPU 1: `/plaintext` with
 `wrk -t1 -c256` and with `h2load --h1 -t1 -c256`, and `/delay/100` with `cm-load -c 2000 --delay 100`,
 which checks every answer (nginx has no /delay route). One client run holds two windows: the
@@ -43,7 +44,7 @@ from cmharness import ROOT, default_bin_dir, proc, processes, provenance, result
 from cmharness.cost_report import FIGURES, describe_errors, fmt, summary, write_csv, write_report
 from cmharness.cost_run import CONNECT_GIVE_UP_S, LOADS, SlowConnect, run_load
 from cmharness.rounds import order as round_order
-from cmharness.servers import PACKAGE, PEERS, built_models, find_program
+from cmharness.servers import PACKAGE, PEERS, built_models, find_program, peer_program
 
 
 def say(text):
@@ -116,7 +117,7 @@ def loads_of(name):
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin-dir", default=default_bin_dir())
-    ap.add_argument("--servers", default="", help="comma-separated subset (models, nginx, node); default all")
+    ap.add_argument("--servers", default="", help="comma-separated subset (models, nginx, node, go, tokio); default all")
     ap.add_argument("--rounds", type=int, default=6,
                     help="rounds, each with the servers in another order (6: the fewest for an interval)")
     ap.add_argument("--duration", type=float, default=1.0, help="seconds of each measured window")
@@ -172,7 +173,7 @@ def check_setup(args):
 def pick_servers(args):
     servers = built_models(args.bin_dir)
     for peer in PEERS:
-        if find_program(peer):
+        if peer_program(peer, args.bin_dir):
             servers.append(peer)
         else:
             say(f"{peer} is not installed (scripts/install-deps installs {PACKAGE[peer]}); no row")
