@@ -4,7 +4,9 @@ the spec with their bytes -- the validation every priced row passes, the 400/404
 runs on the runtime's blocking pool. A peer that is not built (its toolchain missing) is skipped."""
 import http.client
 import os
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -100,6 +102,27 @@ class GoPeer(Routes, unittest.TestCase):
         peak = most_threads(self.server.pid, lambda: parallel(self.server.port, "/block/400", 12))
         self.assertGreater(peak, 12, "12 calls in flight and the serving thread need 13 threads")
 
+    def test_past_its_thread_limit_the_program_dies_rather_than_queue(self):
+        """--max-threads 20, 40 calls of /block/3000 at once: Go keeps no pool to queue them in, so
+        the thread the runtime starts past its limit ends the program, every connection with it."""
+        with tempfile.TemporaryDirectory() as work:
+            port_file = os.path.join(work, "port")
+            peer = subprocess.Popen([BUILT["go"], "--threads", "1", "--max-threads", "20", "--port", "0",
+                                     "--port-file", port_file], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE, text=True)
+            try:
+                port = wait_for_port(port_file, peer)
+                clients, statuses = parallel(port, "/block/3000", 40, errors_too=True)
+                _, stderr = peer.communicate(timeout=30)
+                for c in clients:
+                    c.join()
+            finally:
+                peer.kill()
+                peer.wait()
+        self.assertNotEqual(peer.returncode, 0)
+        self.assertIn("fatal error: thread exhaustion", stderr)
+        self.assertNotIn(200, statuses, "a call answered though the program had died")
+
 
 class TokioPeer(Routes, unittest.TestCase):
     name = "tokio"
@@ -112,17 +135,38 @@ class TokioPeer(Routes, unittest.TestCase):
         self.assertGreater(peak, 12, "12 calls in flight and the serving thread need 13 threads")
 
 
-def parallel(port, path, n):
-    """n requests to path at once, each on its own connection; their statuses."""
+def parallel(port, path, n, errors_too=False):
+    """n requests to path at once, each on its own connection; their statuses (with errors_too,
+    a request whose connection failed has its exception's name instead)."""
     statuses = [None] * n
 
     def one(i):
-        statuses[i] = request(port, "GET", path)[0]
+        try:
+            statuses[i] = request(port, "GET", path)[0]
+        except (OSError, http.client.HTTPException) as e:
+            if not errors_too:
+                raise
+            statuses[i] = type(e).__name__
 
     clients = [threading.Thread(target=one, args=(i,)) for i in range(n)]
     for c in clients:
         c.start()
     return clients, statuses
+
+
+def wait_for_port(port_file, peer):
+    """The port a peer started with --port-file wrote, once it listens."""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if os.path.exists(port_file):
+            with open(port_file) as f:
+                text = f.read()
+            if text.endswith("\n"):
+                return int(text)
+        if peer.poll() is not None:
+            raise RuntimeError(f"the peer exited ({peer.returncode}) before it listened")
+        time.sleep(0.01)
+    raise RuntimeError("the peer wrote no port within 15 s")
 
 
 def grown(server, path, n):

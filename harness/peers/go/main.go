@@ -9,8 +9,9 @@
 // nanosleep(2) directly, as a blocking driver would: the goroutine holds its OS thread in the
 // system call, the runtime starts another thread for the rest, and past debug.SetMaxThreads
 // (10,000 by default) the program dies. /cpu burns CPU on its thread; /echo answers the body.
-// --threads N sets GOMAXPROCS; --port 0 picks a free port, --port-file FILE writes it once
-// listening. SIGTERM/SIGINT: stop accepting, finish what is in flight, exit 0.
+// --threads N sets GOMAXPROCS; --max-threads N sets that limit lower, to see it hit with a few
+// hundred connections; --port 0 picks a free port, --port-file FILE writes it once listening.
+// SIGTERM/SIGINT: stop accepting, finish what is in flight, exit 0.
 package main
 
 import (
@@ -23,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -165,9 +167,13 @@ func main() {
 	port := flag.Int("port", 8080, "the port (0: a free one)")
 	portFile := flag.String("port-file", "", "write the port here once listening")
 	threads := flag.Int("threads", 0, "GOMAXPROCS (0: the runtime's default, the CPUs it may use)")
+	maxThreads := flag.Int("max-threads", 0, "debug.SetMaxThreads (0: the runtime's 10,000); one more thread ends the program")
 	flag.Parse()
 	if *threads > 0 {
 		runtime.GOMAXPROCS(*threads)
+	}
+	if *maxThreads > 0 {
+		debug.SetMaxThreads(*maxThreads)
 	}
 	listener, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
 	if err != nil {
