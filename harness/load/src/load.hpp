@@ -45,7 +45,7 @@ struct Options {
   /// warm-up is whatever time is left before it. nullopt: after the warm-up.
   std::optional<std::int64_t> window_at_ns;
   /// Spread the first requests: connection i of N sends its first at i * spread / N after the
-  /// connect phase, instead of as soon as it is open (README.md, "Stagger").
+  /// connect phase, instead of all together when it ends (README.md, "Stagger").
   bool stagger = false;
   /// The spread, ms; nullopt: the mean of `delay` (then the URL must hold {ms}).
   std::optional<double> stagger_ms;

@@ -418,7 +418,7 @@ Worker::Connection* Worker::take_idle() {
   return nullptr;
 }
 
-// --stagger. Slots are numbered in the order of their offsets, and each worker owns a contiguous
+// The first requests (all at once without --stagger). Slots are numbered in the order of their offsets, and each worker owns a contiguous
 // run of them, so a worker releases its slots in slot order, with one timer set for the next.
 // A slot released while its connection is not open yet (still connecting, or reconnecting)
 // sends as soon as it opens; from then on it is an ordinary closed loop.

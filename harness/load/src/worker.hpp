@@ -39,8 +39,9 @@ struct Target {
   std::int64_t timeout_ns = 0;
   /// Poll without sleeping for this long after the last event (0: always sleep in epoll_wait).
   std::int64_t spin_ns = 0;
-  /// --stagger: spread the first requests over stagger_ns (first_request_offset_ns()), counting
-  /// `connections` slots in all; without it, each connection sends as soon as it is open.
+  /// The closed loop: hold the first requests until the connect phase ends, then spread them
+  /// over stagger_ns (first_request_offset_ns(); 0 without --stagger: all at once), counting
+  /// `connections` slots in all. false with --rate, whose schedule starts there too.
   bool stagger = false;
   std::int64_t stagger_ns = 0;
   unsigned connections = 0;
