@@ -7,6 +7,7 @@
 // values (`as_tuple`): a client that leaves ends its own coroutine, never the loop.
 
 #include "connection.hpp"
+#include "db.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/async_result.hpp>
@@ -127,12 +128,12 @@ awaitable<Outcome> wait(const Wait& step, Connection& c, Loop& loop) {
 }
 
 /// The step's work on this loop's thread.
-awaitable<Outcome> here(const Plan& plan, Sleeper& s, Tag tag) { co_return perform(plan, s, tag); }
+awaitable<Outcome> here(Plan& plan, Sleeper& s, Tag tag) { co_return perform(plan, s, tag); }
 
 // [offload-asio_coro]
 /// The step's work on the asio::thread_pool, its outcome posted to this loop when the call ends
 /// (co_spawn would queue it on the pool first, behind later calls). A full pool is refused (503).
-awaitable<Outcome> on_pool(const Plan& plan, Loop& loop, Tag tag) {
+awaitable<Outcome> on_pool(Plan& plan, Loop& loop, Tag tag) {
   const auto ticket = loop.state.admission.enter();
   if (!ticket) co_return Outcome::refused;
   // NOTE: `plan` lives in serve_connection's frame, suspended here until `resume` runs; `back`
@@ -152,7 +153,7 @@ awaitable<Outcome> on_pool(const Plan& plan, Loop& loop, Tag tag) {
 /// The step's work on a new thread (cm::CallThreads), resumed on this io_context by a post. The
 /// coroutine waits on a timer that never expires, used as a one-shot event: the posted handler
 /// records the outcome and cancels it.
-awaitable<Outcome> on_new_thread(const Plan& plan, Loop& loop, Tag tag) {
+awaitable<Outcome> on_new_thread(Plan& plan, Loop& loop, Tag tag) {
   Timer finished(loop.io.get_executor(), Timer::time_point::max());
   std::optional<Outcome> outcome;
   // NOTE: the thread refers to this frame through the handler it posts, and the frame cannot end
@@ -169,13 +170,14 @@ awaitable<Outcome> on_new_thread(const Plan& plan, Loop& loop, Tag tag) {
 
 /// Executes a plan's step where cm::venue() says. Not a coroutine itself: it picks which coroutine
 /// the caller awaits, and everything they reference lives in the caller's frame.
-awaitable<Outcome> execute(const Plan& plan, Connection& c, Loop& loop, Tag tag) {
+awaitable<Outcome> execute(Plan& plan, Connection& c, Loop& loop, Tag tag) {
   // [plan-visit-asio_coro]
   switch (loop.state.venue(plan, tag)) {
     case Venue::timer: return wait(std::get<Wait>(plan), c, loop);  // a timer (or the wheel)
     case Venue::loop: return here(plan, loop.state.sleeper, tag);  // on this loop's thread
     case Venue::pool: return on_pool(plan, loop, tag);             // asio::thread_pool, then back
     case Venue::thread: return on_new_thread(plan, loop, tag);     // a thread, posted back
+    case Venue::database: return run_query(std::get<Query>(plan), c, loop);  // db.cpp
   }
   // [plan-visit-asio_coro]
   return here(plan, loop.state.sleeper, tag);
@@ -183,12 +185,15 @@ awaitable<Outcome> execute(const Plan& plan, Connection& c, Loop& loop, Tag tag)
 
 }  // namespace
 
+Loop::~Loop() = default;  // here, where LoopDb is complete
+
 void Loop::close_all() {
   stopping = true;
   error_code ignored;
   acceptor.close(ignored);
   sweep.cancel();
   tick.cancel();
+  if (db) db->close_all();
   for (Connection& c : connections)
     c.close();
 }
@@ -233,7 +238,8 @@ awaitable<void> accept_loop(Loop& loop) {
   for (;;) {
     auto [ec, socket] = co_await loop.acceptor.async_accept(as_value);
     if (loop.stopping || !loop.acceptor.is_open()) co_return;
-    if (ec) {  // one failed accept is not the server's end; out of fds, pause (cm::accept_backoff)
+    if (ec) {  // one failed accept is not the server's end; out of fds, say so and pause
+      loop.state.accept_failed(ec.value());
       backoff.expires_after(accept_backoff(ec.value()));
       co_await backoff.async_wait(as_value);
       continue;

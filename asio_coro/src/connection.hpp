@@ -48,6 +48,8 @@ struct Connection : bi::list_base_hook<bi::link_mode<bi::auto_unlink>> {
       std::chrono::steady_clock::time_point::max();
 };
 
+struct LoopDb;  // db.hpp: --db with --db-mode readiness
+
 /// One event loop: an io_context run by one thread, its acceptor, the connections it owns.
 /// Everything but `io`, `state` and `pool` is touched only on that thread.
 struct Loop {
@@ -61,7 +63,9 @@ struct Loop {
   Timer sweep{io.get_executor()};  ///< sweep_writes()'s: the write deadlines of every connection
   TimerWheel wheel;                ///< --timers wheel: where the Waits are (turn_wheel())
   Timer tick{io.get_executor()};   ///< turn_wheel()'s: set for the wheel's next tick
+  std::unique_ptr<LoopDb> db;  ///< --db, readiness: this loop's database connections (db.hpp)
   bool stopping = false;  ///< set by close_all(); a late connection closes at once
+  ~Loop();
   void close_all();  ///< stops accepting, closes every connection (on the loop's thread)
   void drain();      ///< stops accepting, ends every wait for a request (on the loop's thread)
 };

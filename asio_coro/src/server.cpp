@@ -33,6 +33,7 @@
 
 #include "cm/loop_server.hpp"
 #include "connection.hpp"
+#include "db.hpp"
 
 // The same sources build `asio_coro` and, for the io_uring backend, `asio_coro_uring`.
 #ifndef CM_ASIO_MODEL
@@ -67,6 +68,7 @@ class AsioServer final : public LoopServer {
 #endif
     }
     Loop& loop = *loops_.back();
+    if (state_.database_on_loops()) loop.db = std::make_unique<LoopDb>(loop.io, state_.options.db);
     int domain = AF_INET;
     socklen_t size = sizeof domain;
     ::getsockopt(listener.get(), SOL_SOCKET, SO_DOMAIN, &domain, &size);
@@ -89,7 +91,7 @@ class AsioServer final : public LoopServer {
   // NOTE: the pool is joined before the loops go: its last completions resume coroutines on them.
   void stopped() override {
     pool_.join();
-    loops_.clear();  // the io_contexts' own fds (epoll or the ring, eventfd, timerfd)
+    loops_.clear();  // the io_contexts' own fds (epoll, its eventfd and timerfd; or the ring)
   }
 
   asio::thread_pool pool_;  ///< where the pool venue runs (Block, and more with --offload pool)

@@ -42,8 +42,8 @@ bool send_all(int fd, std::string_view bytes) {
 
 /// Runs a plan's step on this thread, whatever it is: there is nowhere else to run it.
 // [plan-visit-blocking]
-Outcome execute(const Plan& plan, ServerState& state, Tag tag) {
-  return perform(plan, state.sleeper, tag);  // a Wait or a Block sleeps the worker: nobody else
+Outcome execute(Plan& plan, ServerState& state, Tag tag) {
+  return perform(plan, state.sleeper, tag);  // a Wait, a Block or a Query blocks the worker
 }
 // [plan-visit-blocking]
 

@@ -68,6 +68,7 @@ class BlockingServer final : public Server {
     }
     ::shutdown(listeners_.sockets.front().get(), SHUT_RDWR);  // wakes accept() with EINVAL
     state_.sleeper.interrupt();                               // wakes every Wait and Block
+    state_.database.interrupt();                              // and whoever waits for a connection
     ready_.notify_all();
     worker_free_.notify_all();
     acceptor_.join();
@@ -112,7 +113,9 @@ class BlockingServer final : public Server {
       const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) {
         if (stopping() || state_.draining()) return;
-        std::this_thread::sleep_for(accept_backoff(errno));  // one failure is not the server's end
+        const int error = errno;
+        state_.accept_failed(error);  // out of fds: says so, at most once a second
+        std::this_thread::sleep_for(accept_backoff(error));  // one failure is not the server's end
         continue;
       }
       std::lock_guard lock(mutex_);

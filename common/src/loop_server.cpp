@@ -29,6 +29,7 @@ void LoopServer::stop() {
   std::lock_guard lock(stop_mutex_);
   if (!started_ || stopped_) return;
   state_.sleeper.interrupt();  // a Block in a pool or on a thread, or a sleep on a loop, ends now
+  state_.database.interrupt();  // a thread waiting for a database connection answers 503 now
   for (std::size_t i = 0; i < threads_.size(); ++i)
     stop_loop(i);
   for (auto& thread : threads_)

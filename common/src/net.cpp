@@ -7,10 +7,13 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <system_error>
 
@@ -134,6 +137,68 @@ std::chrono::milliseconds accept_backoff(int error) noexcept {
     case ENOMEM: return std::chrono::milliseconds(10);
     default: return std::chrono::milliseconds(0);
   }
+}
+
+namespace {
+
+/// What running out of `error` means, and what raises it; `limit` the process's descriptors.
+std::string shortage(int error, unsigned long limit) {
+  const std::string held = std::to_string(limit);
+  switch (error) {
+    case EMFILE:
+      return "out of descriptors: the process may hold " + held + " (RLIMIT_NOFILE; ulimit -n)";
+    case ENFILE:
+      return "the system's file table is full (fs.file-max; the process may hold " + held + ")";
+    default:
+      return "out of kernel memory for sockets (the process may hold " + held + " descriptors)";
+  }
+}
+
+}  // namespace
+
+std::optional<std::string> AcceptTrouble::failed(int error, std::size_t open, unsigned long limit,
+                                                 Clock::time_point now) {
+  if (accept_backoff(error).count() == 0) return std::nullopt;  // one client's failure
+  std::lock_guard lock(mutex_);
+  ++failures_;
+  if (said_ && now - *said_ < std::chrono::seconds(1)) return std::nullopt;
+  std::string line = "cm-server: accept failed (" + std::string(std::strerror(error)) +
+                     "): " + shortage(error, limit) + "; " + std::to_string(failures_) +
+                     " accept(s) failed since the last line, " + std::to_string(open) +
+                     " connection(s) open; new clients wait in the listen backlog";
+  said_ = now;
+  failures_ = 0;
+  return line;
+}
+
+void AcceptTrouble::report(int error, std::size_t open) {
+  if (auto line = failed(error, open, descriptor_limit(), Clock::now()))
+    std::fprintf(stderr, "%s\n", line->c_str());
+}
+
+unsigned long descriptor_limit() noexcept {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
+  return limit.rlim_cur;
+}
+
+unsigned long raise_descriptor_limit() noexcept {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+  return descriptor_limit();
+}
+
+bool descriptor_free(std::size_t open) noexcept {
+  constexpr std::size_t room = 64;  // the loops, listeners, pools and database sockets, with room
+  static const unsigned long limit = descriptor_limit();
+  if (open + room < limit) return true;
+  const int probe = ::open("/", O_RDONLY | O_CLOEXEC);
+  if (probe < 0) return errno != EMFILE && errno != ENFILE;
+  ::close(probe);
+  return true;
 }
 
 }  // namespace cm

@@ -75,17 +75,23 @@ Reply method_not_allowed(std::string_view allow) {
   return r;
 }
 
-/// The routes that take a number: /delay/{ms}, /block/{ms}, /cpu/{us}.
+/// The routes that take a number: /delay/{ms}, /block/{ms}, /cpu/{us}, /db/sleep/{ms} (from 0
+/// to `max`) and /db/row/{id} (from 1).
 template <typename MakePlan>
 Plan numeric_route(const Request& req, std::string_view arg, std::uint64_t max,
-                   std::string_view what, MakePlan make) {
+                   std::string_view what, MakePlan make, std::uint64_t min = 0) {
   if (!get_or_head(req)) return Now{method_not_allowed(allow_get)};
   const auto value = parse_bounded(arg, max);
-  if (!value) {
-    return Now{text(400, std::string(what) + " must be decimal digits from 0 to " +
-                             std::to_string(max) + "\n")};
+  if (!value || *value < min) {
+    return Now{text(400, std::string(what) + " must be decimal digits from " +
+                             std::to_string(min) + " to " + std::to_string(max) + "\n")};
   }
   return make(*value, text(200, std::to_string(*value)));
+}
+
+/// A Query for the database: its reply is the database's (a 503 until it answers).
+Plan query(DbCall::Kind kind, std::uint64_t value) {
+  return Query{DbCall{kind, static_cast<int>(value)}, database_unavailable()};
 }
 
 }  // namespace
@@ -93,6 +99,7 @@ Plan numeric_route(const Request& req, std::string_view arg, std::uint64_t max,
 Plan plan(const Request& req) {
   const std::string_view path = req.path();
   constexpr std::string_view delay = "/delay/", block = "/block/", cpu = "/cpu/";
+  constexpr std::string_view db_sleep = "/db/sleep/", db_row = "/db/row/";
 
   if (req.method == "OPTIONS") {  // RFC 9110 9.3.7: what the target allows, with no content
     const std::string_view allow = path == "*" ? allow_any : allowed(path);
@@ -129,7 +136,17 @@ Plan plan(const Request& req) {
                            return Compute{std::chrono::microseconds(us), std::move(r)};
                          });
   }
-  if (path == "/delay" || path == "/block" || path == "/cpu") {
+  if (path.starts_with(db_sleep)) {
+    return numeric_route(req, path.substr(db_sleep.size()), max_db_sleep_ms, "sleep in ms",
+                         [](std::uint64_t ms, Reply) { return query(DbCall::Kind::sleep, ms); });
+  }
+  if (path.starts_with(db_row)) {
+    return numeric_route(
+        req, path.substr(db_row.size()), world_rows, "row id",
+        [](std::uint64_t id, Reply) { return query(DbCall::Kind::row, id); }, 1);
+  }
+  if (path == "/delay" || path == "/block" || path == "/cpu" || path == "/db/sleep" ||
+      path == "/db/row") {
     return Now{text(
         400, std::string(path.substr(1)) + " needs a number: " + std::string(path) + "/{n}\n")};
   }
@@ -139,7 +156,7 @@ Plan plan(const Request& req) {
 std::string_view allowed(std::string_view path) {
   if (path == "/plaintext") return allow_get;
   if (path == "/echo") return allow_post;
-  for (std::string_view route : {"/delay", "/block", "/cpu"}) {
+  for (std::string_view route : {"/delay", "/block", "/cpu", "/db/sleep", "/db/row"}) {
     if (path.starts_with(route) && (path.size() == route.size() || path[route.size()] == '/')) {
       return allow_get;
     }
@@ -217,6 +234,12 @@ Reply& reply_of(Plan& p) {
 
 Reply service_unavailable() {
   Reply r = text(503, "offload pool is full, retry later\n");
+  r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
+Reply database_unavailable() {
+  Reply r = text(503, "the database cannot answer now, retry later\n");
   r.headers.emplace_back("Retry-After", "1");
   return r;
 }

@@ -61,6 +61,7 @@ Session::~Session() {
 Plan Session::give(Plan plan) {
   if (!answering_ && shared_) ++shared_->in_flight;
   answering_ = true;
+  if (auto* query = std::get_if<Query>(&plan); query && shared_) query->database = shared_->database;
   return plan;
 }
 
@@ -113,9 +114,11 @@ std::optional<Plan> Session::next_plan() {
         if (std::holds_alternative<Now>(provisional) && reply_of(provisional).status >= 400) {
           return refuse(std::move(reply_of(provisional)));
         }
-        const bool ask = parser_.body_follows();
+        // Ask only while the body is still to come: a client that sent some of it with its head
+        // did not wait, and a late 100 would read as the answer (RFC 9110 10.1.1 lets it go).
+        const bool ask = parser_.body_follows() && parsed_ == pending_.size();
         parser_.continue_body();
-        if (!ask) continue;  // no body to ask for: the request is whole already
+        if (!ask) continue;  // no body to ask for, or it came already: the request goes on
         interim_ = true;
         return Now{continue_reply()};
       }

@@ -15,9 +15,16 @@ std::chrono::nanoseconds thread_cpu_time() noexcept {
 }
 }  // namespace
 
-Venue venue(const Plan& plan, WaitMode wait_mode, Offload offload) noexcept {
+Venue venue(const Plan& plan, WaitMode wait_mode, Offload offload, DbMode db_mode) noexcept {
   if (std::holds_alternative<Wait>(plan)) {
     return wait_mode == WaitMode::sleep ? Venue::loop : Venue::timer;
+  }
+  if (std::holds_alternative<Query>(plan)) {
+    switch (db_mode) {
+      case DbMode::readiness: return Venue::database;
+      case DbMode::blocking: return Venue::loop;
+      case DbMode::pool: return Venue::pool;
+    }
   }
   if (reply_of(plan).status < 200) return Venue::loop;  // 100 Continue: nothing to do
   switch (offload) {
@@ -35,6 +42,7 @@ void trace_venue(Venue venue, Tag tag) {
     case Venue::timer: return tag.trace->begin(tag.conn, "on a timer (no thread)");
     case Venue::pool: return tag.trace->begin(tag.conn, "on the pool");
     case Venue::thread: return tag.trace->begin(tag.conn, "on a new thread");
+    case Venue::database: return tag.trace->begin(tag.conn, "on the database (no thread)");
     case Venue::loop: return;  // perform() marks the thread
   }
 }
@@ -46,6 +54,9 @@ std::string step_name(const Plan& plan) {
     return "block " + std::to_string(block->duration.count()) + " ms";
   if (const auto* compute = std::get_if<Compute>(&plan))
     return "cpu " + std::to_string(compute->duration.count()) + " us";
+  if (const auto* query = std::get_if<Query>(&plan))
+    return "query " + std::string(query->call.kind == DbCall::Kind::sleep ? "sleep " : "row ") +
+           std::to_string(query->call.value);
   return "reply " + std::to_string(reply_of(plan).status);
 }
 
@@ -79,7 +90,7 @@ void Sleeper::interrupt() {
   cv_.notify_all();
 }
 
-Outcome perform(const Plan& plan, Sleeper& sleeper, Tag tag) {
+Outcome perform(Plan& plan, Sleeper& sleeper, Tag tag) {
   if (tag && !std::holds_alternative<Now>(plan)) {
     const auto start = Trace::Clock::now();
     const Outcome outcome = perform(plan, sleeper);
@@ -90,10 +101,13 @@ Outcome perform(const Plan& plan, Sleeper& sleeper, Tag tag) {
   if (const auto* wait = std::get_if<Wait>(&plan)) ok = sleeper.sleep_for(wait->duration);
   if (const auto* block = std::get_if<Block>(&plan)) ok = sleeper.sleep_for(block->duration);
   if (const auto* compute = std::get_if<Compute>(&plan)) burn_cpu(compute->duration);
+  if (auto* query = std::get_if<Query>(&plan)) {
+    query->reply = query->database ? query->database->run(query->call) : database_unavailable();
+  }
   return ok ? Outcome::done : Outcome::stopped;
 }
 
-bool CallThreads::start(const Plan& plan, Sleeper& sleeper, Tag tag,
+bool CallThreads::start(Plan& plan, Sleeper& sleeper, Tag tag,
                         std::function<void(Outcome)> resume) {
   std::lock_guard lock(mutex_);
   try {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -176,6 +177,37 @@ TEST(Routes, RefuseHeadKeepsEveryRuleOfTheHead) {
   two.version_major = 2;
   ASSERT_TRUE(refuse_head(two));
   EXPECT_EQ(refuse_head(two)->status, 505);
+}
+
+TEST(Routes, DbRoutesAreQueriesOfTheParsedNumber) {
+  for (auto [target, kind, value] : {std::tuple{"/db/sleep/10", DbCall::Kind::sleep, 10},
+                                     {"/db/sleep/0", DbCall::Kind::sleep, 0},
+                                     {"/db/sleep/60000", DbCall::Kind::sleep, 60000},
+                                     {"/db/row/1", DbCall::Kind::row, 1},
+                                     {"/db/row/10000", DbCall::Kind::row, 10000}}) {
+    const Plan p = plan(get(target));
+    ASSERT_TRUE(std::holds_alternative<Query>(p)) << target;
+    EXPECT_EQ(std::get<Query>(p).call.kind, kind) << target;
+    EXPECT_EQ(std::get<Query>(p).call.value, value) << target;
+    EXPECT_EQ(reply_of(p).status, 503) << "until the database answers: " << target;
+  }
+  EXPECT_EQ(allowed("/db/sleep/10"), "GET, HEAD, OPTIONS");
+  EXPECT_EQ(allowed("/db/row/1"), "GET, HEAD, OPTIONS");
+}
+
+TEST(Routes, DbRoutesRejectBadNumbersWith400) {
+  for (const char* target : {"/db/sleep/x", "/db/sleep/-1", "/db/sleep/60001", "/db/sleep/",
+                             "/db/sleep", "/db/row/0", "/db/row/10001", "/db/row/1.5", "/db/row"}) {
+    const Plan p = plan(get(target));
+    ASSERT_TRUE(std::holds_alternative<Now>(p)) << target;
+    EXPECT_EQ(reply_of(p).status, 400) << target;
+  }
+}
+
+TEST(Routes, DatabaseUnavailableCarriesRetryAfter) {
+  const Reply r = database_unavailable();
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.headers, (std::vector<std::pair<std::string, std::string>>{{"Retry-After", "1"}}));
 }
 
 TEST(Routes, ServiceUnavailableCarriesRetryAfter) {

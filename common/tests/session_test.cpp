@@ -228,6 +228,26 @@ TEST(SessionHttp, ExpectContinueForARefusedRequestIsAnsweredWithoutTheBody) {
   }
 }
 
+TEST(SessionHttp, ExpectContinueWithTheBodyAlreadyThereGetsNoInterimAnswer) {
+  // Http11Probe SMUG-EXPECT-100-CL: a 100 sent after the body was read would come before the
+  // answer as if it were one.
+  Session s = session();
+  s.received(
+      "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\nhello");
+  auto p = s.next();
+  ASSERT_TRUE(p);
+  EXPECT_EQ(reply_of(*p).status, 200);
+  EXPECT_EQ(reply_of(*p).body, "hello");
+  Session partly = session();
+  partly.received(
+      "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\nhe");
+  EXPECT_FALSE(partly.next()) << "no 100 for a body on its way: the rest is read, then answered";
+  partly.received("llo");
+  auto q = partly.next();
+  ASSERT_TRUE(q);
+  EXPECT_EQ(reply_of(*q).body, "hello");
+}
+
 TEST(SessionHttp, ExpectContinueWithoutABodyIsJustARequest) {
   Session s = session();
   s.received("GET /plaintext HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n\r\n");

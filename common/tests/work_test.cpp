@@ -82,7 +82,7 @@ TEST(ReplyFor, ARefusedOffloadIs503WithRetryAfter) {
 TEST(CallThreads, RunTheStepElsewhereThenResumeThroughTheHook) {
   CallThreads threads;
   Sleeper sleeper;
-  const Plan plan = Compute{1ms, {}};
+  Plan plan = Compute{1ms, {}};
   std::mutex m;
   std::condition_variable cv;
   std::optional<Outcome> outcome;
@@ -107,7 +107,7 @@ TEST(CallThreads, AStoppedSleepEndsStopped) {
   CallThreads threads;
   Sleeper sleeper;
   sleeper.interrupt();
-  const Plan plan = Block{1h, {}};
+  Plan plan = Block{1h, {}};
   std::atomic<int> outcome{-1};
   ASSERT_TRUE(threads.start(plan, sleeper, {}, [&](Outcome o) { outcome = static_cast<int>(o); }));
   threads.join_all();

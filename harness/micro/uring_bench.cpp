@@ -319,7 +319,7 @@ struct ViaCallThread {
   uring::Ring& ring;
   cm::CallThreads& threads;
   cm::Sleeper& sleeper;
-  const cm::Plan& plan;
+  cm::Plan& plan;
   bool await_ready() const noexcept { return false; }
   bool await_suspend(std::coroutine_handle<> waiter) {
     return threads.start(plan, sleeper, {}, [this, waiter](cm::Outcome) { ring.post(waiter); });
@@ -330,7 +330,7 @@ struct ViaCallThread {
 void BM_offload_uring_thread(benchmark::State& state) {
   cm::CallThreads threads;
   cm::Sleeper sleeper;
-  const cm::Plan plan = cm::Now{};
+  cm::Plan plan = cm::Now{};
   run_on_ring(state, [&](uring::Ring& ring, benchmark::State& s) -> uring::Task<void> {
     for (auto _ : s)
       co_await ViaCallThread{ring, threads, sleeper, plan};

@@ -29,8 +29,10 @@ Connection::Connection(Loop& loop) : loop_(loop), session_(loop.state.session(Mo
 }
 
 void Connection::on_connection(uv_stream_t* listener, int status) {
-  if (status < 0) return;  // ECONNABORTED, ...; libuv handles EMFILE itself (see server.cpp)
-  auto* c = new Connection(*static_cast<Loop*>(listener->data));
+  Loop& loop = *static_cast<Loop*>(listener->data);
+  if (status < 0) return loop.state.accept_failed(-status);  // libuv's own EMFILE trick failed
+  if (!descriptor_free(loop.state.open)) return loop.defer_accept();  // this took the last fd
+  auto* c = new Connection(loop);
   if (uv_accept(listener, c->stream()) != 0) return c->close();
   uv_tcp_nodelay(&c->tcp_, 1);
   c->wait_for_request();
@@ -99,8 +101,9 @@ bool Connection::execute() {  // true: done now, outcome_ says how
   switch (loop_.state.venue(plan_, session_.tag())) {
     case Venue::timer: return wait(std::get<Wait>(plan_).duration);  // a uv_timer_t in here
     case Venue::loop: return outcome_ = perform(plan_, loop_.state.sleeper, session_.tag()), true;
-    case Venue::pool: return queue_work();      // uv_queue_work; back on the loop when done
-    case Venue::thread: return start_thread();  // a call thread; back through back_
+    case Venue::pool: return queue_work();       // uv_queue_work; back on the loop when done
+    case Venue::thread: return start_thread();   // a call thread; back through back_
+    case Venue::database: return start_query();  // a uv_poll_t on its socket (db.cpp)
   }
   return true;
 }

@@ -6,6 +6,7 @@
 #include <uv.h>
 
 #include <atomic>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -13,6 +14,7 @@
 #include "cm/policy.hpp"
 #include "cm/server_state.hpp"
 #include "cm/timer_wheel.hpp"
+#include "db.hpp"
 
 namespace cm::libuv_callbacks {
 
@@ -30,10 +32,13 @@ struct Loop {
   ServerState& state;
   uv_loop_t uv{};
   uv_tcp_t listener{};
-  uv_async_t wake{};                    ///< wake_up() wakes the loop through it
-  TimerWheel wheel;                     ///< --timers wheel: where the Waits are, turned by `tick`
-  uv_timer_t tick{};                    ///< set for the wheel's next tick, by set_tick()
-  void set_tick();                      ///< (re)starts `tick` for the wheel's next wake, if any
+  uv_async_t wake{};    ///< wake_up() wakes the loop through it
+  TimerWheel wheel;     ///< --timers wheel: where the Waits are, turned by `tick`
+  uv_timer_t tick{};    ///< set for the wheel's next tick, by set_tick()
+  void set_tick();      ///< (re)starts `tick` for the wheel's next wake, if any
+  uv_timer_t retry{};   ///< out of descriptors: takes the connection libuv accepted, a while later
+  void defer_accept();  ///< says so; libuv accepts no more until uv_accept takes the one it has
+  std::unique_ptr<LoopDb> db;           ///< --db, readiness: this loop's database connections
   std::atomic<bool> stopping{false};    ///< set before the wake-up that stops the loop
   bool closed = false;                  ///< uv_loop_close() succeeded
   char read_buffer[read_buffer_bytes];  ///< NOTE: one is enough: on_read copies it out at once
@@ -46,6 +51,10 @@ class Connection {
   void close();  ///< closes its handles now, or when its offloaded step comes back
   /// The server drains: a connection that waits for a request is ended as if its deadline came.
   void drain() { serving_ || linger_ || closing_ ? void() : on_deadline(&timer_); }
+  /// db.cpp: the loop's database pool hands this connection's Query the connection `slot`.
+  void on_database_slot(std::size_t slot);
+  /// db.cpp: the server stops during this connection's Query.
+  void stop_query();
 
  private:
   explicit Connection(Loop& loop);
@@ -58,6 +67,11 @@ class Connection {
   bool wait(std::chrono::milliseconds duration);
   bool queue_work();
   bool start_thread();
+  bool start_query();
+  bool send_query(std::size_t slot);
+  void end_query();
+  static void on_database_readable(uv_poll_t* poll, int status, int events);
+  static void on_database_deadline(uv_timer_t* timer);
   void resume(Outcome outcome);
   bool write_now(const Reply* reply);
   void linger();
@@ -83,8 +97,9 @@ class Connection {
   std::chrono::steady_clock::time_point wait_until_;  ///< when the Wait may be answered
   TimerWheel::Timer waiting_;  ///< --timers wheel: the Wait's place in the loop's wheel
   std::atomic<Outcome> outcome_{Outcome::done};  ///< set off the loop; uv_async_send orders nothing
-  int handles_open_ = 2;             ///< tcp_, timer_ (and back_): freed when all are closed
-  enum class Away : char { no, pool, thread } away_ = Away::no;  ///< where the step runs
+  int handles_open_ = 2;  ///< tcp_, timer_ (and back_): freed when all are closed
+  std::size_t db_slot_ = DbPool<Connection*>::none;  ///< the database connection of a Query
+  enum class Away : char { no, pool, thread, database } away_ = Away::no;  ///< where the step runs
   bool serving_ = false;      ///< a request is being answered: new input waits in the Session
   bool reading_ = false;      ///< uv_read_start is in effect
   bool peer_closed_ = false;  ///< EOF came while serving: answer, then close

@@ -37,6 +37,8 @@ void on_wake(uv_async_t* wake) {
   Loop& loop = *static_cast<Loop*>(wake->data);
   auto* listener = reinterpret_cast<uv_handle_t*>(&loop.listener);  // lives in Loop
   if (!uv_is_closing(listener)) uv_close(listener, nullptr);
+  uv_timer_stop(&loop.retry);  // a connection libuv accepted and kept closes with the listener
+  if (loop.stopping && loop.db) loop.db->close_all();  // every Query ends: its connection closes
   uv_walk(
       &loop.uv,
       [](uv_handle_t* handle, void* loop) {
@@ -47,6 +49,7 @@ void on_wake(uv_async_t* wake) {
       &loop);
   if (!loop.stopping) return;
   uv_close(reinterpret_cast<uv_handle_t*>(&loop.tick), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&loop.retry), nullptr);
   uv_close(reinterpret_cast<uv_handle_t*>(wake), nullptr);  // NOTE: libuv
 }  // waits out a concurrent uv_async_send before it closes an async (uv__async_spin)
 
@@ -57,7 +60,20 @@ Loop::Loop(ServerState& server_state) : state(server_state) {
   uv_tcp_init(&uv, &listener);
   check(uv_async_init(&uv, &wake, on_wake), "uv_async_init");
   uv_timer_init(&uv, &tick);
-  listener.data = wake.data = tick.data = this;
+  uv_timer_init(&uv, &retry);
+  listener.data = wake.data = tick.data = retry.data = this;
+}
+
+// Out of descriptors, libuv's next accept would close every client in the backlog (its "EMFILE
+// trick"): instead, as nginx does, it leaves the connection it accepted untaken -- libuv then stops
+// accepting -- and takes it once a descriptor is free, the others still waiting in the backlog.
+void Loop::defer_accept() {
+  state.accept_failed(EMFILE);
+  auto again = [](uv_timer_t* t) {  // the connection libuv holds, if a descriptor is free now
+    auto* listener = &static_cast<Loop*>(t->data)->listener;
+    Connection::on_connection(reinterpret_cast<uv_stream_t*>(listener), 0);
+  };
+  uv_timer_start(&retry, again, accept_backoff(EMFILE).count(), 0);
 }
 
 Loop::~Loop() {
@@ -93,7 +109,9 @@ class UvServer final : public LoopServer {
     const std::string threads = std::to_string(state_.options.blocking_threads);
     std::call_once(sized, [&] { ::setenv("UV_THREADPOOL_SIZE", threads.c_str(), 1); });
     loops_.push_back(std::make_unique<Loop>(state_));
-    loops_.back()->listen(std::move(listener));
+    Loop& loop = *loops_.back();
+    if (state_.database_on_loops()) loop.db = std::make_unique<LoopDb>(loop.uv, state_.options.db);
+    loop.listen(std::move(listener));
   }
   void run_loop(std::size_t i) override { loops_[i]->run(); }
   void stop_loop(std::size_t i) override { loops_[i]->wake_up(/*stop=*/true); }

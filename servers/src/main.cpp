@@ -20,6 +20,7 @@
 #include <memory>
 #include <system_error>
 
+#include "cm/policy.hpp"
 #include "cm/registry.hpp"
 #include "cm/signals.hpp"
 #include "cm/trace.hpp"
@@ -58,12 +59,74 @@ bool write_trace(const cm::Trace& trace, std::ofstream& out, const std::string& 
   return static_cast<bool>(out);
 }
 
+/// Where an async model runs a request's step: how it waits, which timers, what it offloads.
+void add_step_options(CLI::App& app, cm::ServerOptions& options) {
+  static const std::map<std::string, cm::WaitMode> wait_modes{{"timer", cm::WaitMode::timer},
+                                                              {"sleep", cm::WaitMode::sleep}};
+  static const std::map<std::string, cm::Timers> timers{{"model", cm::Timers::model},
+                                                        {"wheel", cm::Timers::wheel}};
+  static const std::map<std::string, cm::Offload> offloads{{"standard", cm::Offload::standard},
+                                                           {"inline", cm::Offload::inline_},
+                                                           {"pool", cm::Offload::pool},
+                                                           {"thread", cm::Offload::thread}};
+  app.add_option_function<std::string>(
+         "--wait-mode", [&options](const std::string& v) { options.wait_mode = wait_modes.at(v); },
+         "timer (default) or sleep: the anti-pattern of sleeping on the event loop")
+      ->check(CLI::IsMember(wait_modes))
+      ->default_str("timer");
+  app.add_option_function<std::string>(
+         "--timers", [&options](const std::string& v) { options.timers = timers.at(v); },
+         "where an async model keeps its waiting requests' timers: model (its own "
+         "structure: Asio's timer queue, libuv's heap, an io_uring timeout each) or "
+         "wheel (the shared timer wheel, one loop timer for its next tick)")
+      ->check(CLI::IsMember(timers))
+      ->default_str("model");
+  app.add_option_function<std::string>(
+         "--offload", [&options](const std::string& v) { options.offload = offloads.at(v); },
+         "where an async model runs a step: standard (/block on the pool, the rest on "
+         "the loop), inline (all on the loop), pool or thread (all but a /delay there)")
+      ->check(CLI::IsMember(offloads))
+      ->default_str("standard");
+}
+
+/// --db and what goes with it: the database the /db routes query, and how a model waits on it.
+void add_database_options(CLI::App& app, cm::DbOptions& db) {
+  static const std::map<std::string, cm::DbMode> modes{{"readiness", cm::DbMode::readiness},
+                                                       {"blocking", cm::DbMode::blocking},
+                                                       {"pool", cm::DbMode::pool}};
+  app.add_option("--db", db.conninfo,
+                 "the PostgreSQL database of the /db routes: libpq's conninfo or URI "
+                 "(harness/db-cluster starts one); without it they answer 503");
+  app.add_option("--db-pool", db.pool,
+                 "database connections of each event loop (the blocking model: of the server)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 1000u));
+  app.add_option("--db-queue", db.queue, "requests that may wait for a connection before 503")
+      ->capture_default_str();
+  app.add_option_function<std::string>(
+         "--db-mode", [&db](const std::string& v) { db.mode = modes.at(v); },
+         "how an async model waits on the database: readiness (the loop waits for the "
+         "socket, in the model's own idiom), blocking (the anti-pattern: the driver blocks "
+         "the loop) or pool (the blocking driver on the offload pool)")
+      ->check(CLI::IsMember(modes))
+      ->default_str("readiness");
+  app.add_option_function<unsigned>(
+         "--db-timeout", [&db](unsigned ms) { db.timeout = std::chrono::milliseconds(ms); },
+         "ms from a /db request to its result (waiting for a connection included); then 503")
+      ->default_str(std::to_string(db.timeout.count()))
+      ->check(CLI::Range(1u, 3600u * 1000));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   cm::StopSignals signals;  // first, before any server thread exists
 
-  CLI::App app{"cm-server: one HTTP/1.1 server of the chosen concurrency model"};
+  CLI::App app{
+      "cm-server: one HTTP/1.1 server of the chosen concurrency model. It raises its "
+      "soft descriptor limit to the hard one and says in its first line what it runs "
+      "with; out of descriptors, it says so on stderr (a line a second at most) and "
+      "leaves new clients in the listen backlog until one is free"};
   cm::ServerOptions options;
   std::string model;
   bool list = false;
@@ -71,14 +134,6 @@ int main(int argc, char** argv) {
   unsigned drain_ms = 10'000;
   unsigned header_timeout_ms = static_cast<unsigned>(options.header_timeout.count());
   unsigned write_timeout_ms = static_cast<unsigned>(options.write_timeout.count());
-  const std::map<std::string, cm::WaitMode> wait_modes{{"timer", cm::WaitMode::timer},
-                                                       {"sleep", cm::WaitMode::sleep}};
-  const std::map<std::string, cm::Timers> timers{{"model", cm::Timers::model},
-                                                 {"wheel", cm::Timers::wheel}};
-  const std::map<std::string, cm::Offload> offloads{{"standard", cm::Offload::standard},
-                                                    {"inline", cm::Offload::inline_},
-                                                    {"pool", cm::Offload::pool},
-                                                    {"thread", cm::Offload::thread}};
 
   app.add_option("--model", model, "the model to run (see --list-models)");
   app.add_flag("--list-models", list, "list the models built into this binary");
@@ -94,23 +149,6 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 100000u));
   app.add_option("--blocking-queue", options.blocking_queue,
                  "requests that may wait for that pool before 503")
-      ->capture_default_str();
-  std::string wait_mode = "timer", offload = "standard";
-  app.add_option("--wait-mode", wait_mode,
-                 "timer (default) or sleep: the anti-pattern of sleeping on the event loop")
-      ->check(CLI::IsMember(wait_modes))
-      ->capture_default_str();
-  std::string timers_name = "model";
-  app.add_option("--timers", timers_name,
-                 "where an async model keeps its waiting requests' timers: model (its own "
-                 "structure: Asio's timer queue, libuv's heap, an io_uring timeout each) or "
-                 "wheel (the shared timer wheel, one loop timer for its next tick)")
-      ->check(CLI::IsMember(timers))
-      ->capture_default_str();
-  app.add_option("--offload", offload,
-                 "where an async model runs a step: standard (/block on the pool, the rest on "
-                 "the loop), inline (all on the loop), pool or thread (all but a /delay there)")
-      ->check(CLI::IsMember(offloads))
       ->capture_default_str();
   const std::map<std::string, cm::TeachingBug> teaching_bugs{
       {"none", cm::TeachingBug::none}, {"shared-delay", cm::TeachingBug::shared_delay}};
@@ -143,12 +181,11 @@ int main(int argc, char** argv) {
                  "record what each request does, on which thread, and write it to this file at "
                  "the stop (Chrome trace-event JSON: open it in Perfetto or chrome://tracing); "
                  "for small scenes, not for load");
+  add_step_options(app, options);
+  add_database_options(app, options.db);
   CLI11_PARSE(app, argc, argv);
   options.header_timeout = std::chrono::milliseconds(header_timeout_ms);
   options.write_timeout = std::chrono::milliseconds(write_timeout_ms);
-  options.wait_mode = wait_modes.at(wait_mode);
-  options.offload = offloads.at(offload);
-  options.timers = timers.at(timers_name);
   options.teaching_bug = teaching_bugs.at(teaching_bug);
 
   if (list) {
@@ -176,10 +213,12 @@ int main(int argc, char** argv) {
   }
 
   try {
+    const unsigned long descriptors = cm::raise_descriptor_limit();  // soft up to hard, as Go
     auto server = cm::make_server(model, options);
     server->start();
-    std::printf("cm-server: %s listening on http://%s:%u/ (pid %d)\n", model.c_str(),
-                options.host.c_str(), server->port(), static_cast<int>(::getpid()));
+    std::printf("cm-server: %s listening on http://%s:%u/ (pid %d, up to %lu descriptors)\n",
+                model.c_str(), options.host.c_str(), server->port(), static_cast<int>(::getpid()),
+                descriptors);
     if (options.teaching_bug != cm::TeachingBug::none) {
       std::fprintf(stderr,
                    "cm-server: TEACHING BUG %s is ON: some answers are wrong on purpose "

@@ -84,12 +84,12 @@ Task<Outcome> timer(Context& context, std::chrono::milliseconds duration) {
 }
 
 /// The step's work on the ring's own thread.
-Task<Outcome> here(const Plan& plan, Sleeper& sleeper, Tag tag) {
+Task<Outcome> here(Plan& plan, Sleeper& sleeper, Tag tag) {
   co_return perform(plan, sleeper, tag);
 }
 
 /// The step's work on a worker of the pool; the coroutine comes back on this ring (its eventfd).
-Task<Outcome> on_pool(Context& context, const Plan& plan, Tag tag) {
+Task<Outcome> on_pool(Context& context, Plan& plan, Tag tag) {
   const auto ticket = context.state.admission.enter();
   if (!ticket) co_return Outcome::refused;
   Outcome outcome = Outcome::stopped;
@@ -102,7 +102,7 @@ Task<Outcome> on_pool(Context& context, const Plan& plan, Tag tag) {
 /// onto the ring. If no thread can be had, await_suspend says so and the coroutine goes on: 503.
 struct OnNewThread {
   Context& context;
-  const Plan& plan;
+  Plan& plan;
   Tag tag;
   Outcome outcome = Outcome::refused;  // NOTE: written by the thread before its post
   bool await_ready() const noexcept { return false; }
@@ -115,19 +115,20 @@ struct OnNewThread {
   }
   Outcome await_resume() const noexcept { return outcome; }
 };
-Task<Outcome> on_new_thread(Context& context, const Plan& plan, Tag tag) {
+Task<Outcome> on_new_thread(Context& context, Plan& plan, Tag tag) {
   co_return co_await OnNewThread{context, plan, tag};
 }
 
 /// Executes a plan's step where cm::venue() says. Not a coroutine itself: it only picks which
 /// coroutine to start. NOTE: `plan` lives in converse()'s frame, which awaits the task at once.
 // [plan-visit-uring_coro]
-Task<Outcome> execute(Context& context, const Plan& plan, Tag tag) {
+Task<Outcome> execute(Context& context, Plan& plan, Tag tag) {
   switch (context.state.venue(plan, tag)) {
     case Venue::timer: return timer(context, std::get<Wait>(plan).duration);  // a timeout SQE
     case Venue::loop: return here(plan, context.state.sleeper, tag);  // on this ring's thread
     case Venue::pool: return on_pool(context, plan, tag);             // the pool, posted back
     case Venue::thread: return on_new_thread(context, plan, tag);     // a thread, posted back
+    case Venue::database: return run_query(context, std::get<Query>(plan));  // db.cpp
   }
   return here(plan, context.state.sleeper, tag);
 }

@@ -2,6 +2,7 @@
 /// \file connection.hpp
 /// One connection served by one coroutine on one ring, from accept to close.
 
+#include <optional>
 #include <unordered_set>
 
 #include "cm/fd.hpp"
@@ -10,6 +11,7 @@
 #include "cm/uring/pool.hpp"
 #include "cm/uring/ring.hpp"
 #include "cm/uring/task.hpp"
+#include "db.hpp"
 
 namespace cm::uring_coro {
 
@@ -21,7 +23,12 @@ struct Context {
   ServerState& state;  ///< what every loop of the server shares
   std::unordered_set<int> awaiting_request = {};  ///< fds in a recv for a request (for drain)
   TimerWheel wheel{};  ///< --timers wheel: the Waits, fired by the loop between its waits
+  std::optional<LoopDb> db = {};  ///< --db, readiness: this ring's database connections
 };
+
+/// db.cpp: runs the Query on a connection of the ring's pool; its reply is kept in `query` (a 503
+/// when the pool's queue is full, the database is down or --db-timeout passes).
+uring::Task<Outcome> run_query(Context& context, Query& query);
 
 /// The server drains: cancels every recv for a request (it then ends as if its deadline passed)
 /// and the accept on `listener` (whose coroutine then closes it). On the loop's thread.

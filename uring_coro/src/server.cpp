@@ -106,6 +106,7 @@ class UringServer final : public LoopServer {
   void run_loop(std::size_t i) override {
     uring::Ring& ring = *loops_[i]->ring;
     Context context{ring, pool_, state_};
+    if (state_.database_on_loops()) context.db.emplace(ring, state_.options.db);
     try {
       ring.spawn(accept_connections(context, loops_[i]->listener));
       const bool wheel = state_.options.timers == Timers::wheel;
@@ -121,6 +122,7 @@ class UringServer final : public LoopServer {
       // so do the waits in the wheel, fired at once.
       ring.cancel_all();
       context.wheel.expire_all();
+      if (context.db) context.db->refuse_waiters();
       while (ring.spawned() > 0)
         ring.run_once();
     } catch (const std::exception& e) {
@@ -145,8 +147,9 @@ class UringServer final : public LoopServer {
         continue;
       }
       if (fd < 0) {
-        // One failed accept is not the loop's end; out of fds, pause (cm::accept_backoff) before
-        // next() arms the accept again.
+        // One failed accept is not the loop's end; out of fds, say so and pause before next()
+        // arms the accept again.
+        state_.accept_failed(-fd);
         co_await uring::Timeout(context.ring, accept_backoff(-fd));
         continue;
       }

@@ -17,6 +17,8 @@ struct Limits {
 /// Route argument bounds.
 inline constexpr std::uint64_t max_delay_ms = 60'000;   ///< `/delay/{ms}` and `/block/{ms}`
 inline constexpr std::uint64_t max_cpu_us = 1'000'000;  ///< `/cpu/{us}`
+inline constexpr std::uint64_t max_db_sleep_ms = 60'000;  ///< `/db/sleep/{ms}`
+inline constexpr std::uint64_t world_rows = 10'000;       ///< `/db/row/{id}`: ids 1..world_rows
 
 /// Lingering close: after a response that ends the connection, the server shuts down its write
 /// side and reads (and discards) what the client still sends, for at most this long and at most

@@ -5,6 +5,9 @@
 
 #include <chrono>
 #include <cstddef>
+#include <mutex>
+#include <optional>
+#include <string>
 
 #include "cm/limits.hpp"
 
@@ -47,5 +50,41 @@ inline constexpr int accepts_per_turn = 1024;
 /// backlog, and accepting again at once would spin. Anything else (ECONNABORTED, EINTR, ...) was
 /// one client's failure: zero, go on.
 std::chrono::milliseconds accept_backoff(int error) noexcept;
+
+/// What a server says when accepting fails for want of descriptors (EMFILE, ENFILE) or kernel
+/// memory (ENOBUFS, ENOMEM), as nginx logs `accept4() failed (24: Too many open files)`: a line at
+/// the first failure, then at most one a second, each with the accepts that failed since the last
+/// line and the connections open. The clients wait in the listen backlog meanwhile (the model waits
+/// accept_backoff() before it accepts again). One for every loop of a server: thread-safe.
+class AcceptTrouble {
+ public:
+  using Clock = std::chrono::steady_clock;
+  /// A failed accept with `error` at `now`, `open` connections held, `limit` the descriptors the
+  /// process may hold: the line to print, if one is due (never for one client's failure, such as
+  /// ECONNABORTED).
+  std::optional<std::string> failed(int error, std::size_t open, unsigned long limit,
+                                    Clock::time_point now);
+  /// failed() now, with the process's limit, printed to stderr when due.
+  void report(int error, std::size_t open);
+
+ private:
+  std::mutex mutex_;
+  std::optional<Clock::time_point> said_;  ///< when the last line was printed
+  std::size_t failures_ = 0;               ///< failed accepts since that line
+};
+
+/// The descriptors this process may hold (RLIMIT_NOFILE's soft limit).
+unsigned long descriptor_limit() noexcept;
+
+/// Raises the soft descriptor limit to the hard one, as Go's runtime does at start: a login
+/// shell's soft limit (1,024 on Debian) would leave half of 2,000 clients in the listen backlog.
+/// Returns the limit the process runs with.
+unsigned long raise_descriptor_limit() noexcept;
+
+/// Whether the process can open one more descriptor now, with `open` connections held: true at
+/// once while `open` is far below the limit, else asked of the kernel (a descriptor opened and
+/// closed at once). libuv uses it before it takes a connection: out of descriptors,
+/// its accept would close the clients waiting in the backlog (its "EMFILE trick").
+bool descriptor_free(std::size_t open) noexcept;
 
 }  // namespace cm

@@ -45,8 +45,22 @@ struct Compute {
   std::chrono::microseconds duration;
   Reply reply;
 };
+/// A query a route asks of the database (cm/database.hpp says which SQL).
+struct DbCall {
+  enum class Kind { sleep, row };  ///< /db/sleep/{ms}: pg_sleep; /db/row/{id}: one row of World
+  Kind kind = Kind::sleep;
+  int value = 0;  ///< the ms to sleep, or the row's id
+};
+class Database;
+/// Answer after a query to the database: the reply comes from the row it returns (a 503 until
+/// then). `database`, the server's blocking driver, is set by the Session (none: a 503 at once).
+struct Query {
+  DbCall call;
+  Reply reply;
+  Database* database = nullptr;
+};
 /// What a request needs before it can be answered.
-using Plan = std::variant<Now, Wait, Block, Compute>;
+using Plan = std::variant<Now, Wait, Block, Compute, Query>;
 
 /// The route spec: which plan answers this request.
 Plan plan(const Request& request);
@@ -73,6 +87,9 @@ Reply& reply_of(Plan& plan);
 
 /// 503 for a request whose offload pool is full.
 Reply service_unavailable();
+/// 503 with Retry-After for a request the database cannot answer: none configured, down, slower
+/// than --db-timeout, or every connection busy and the queue full.
+Reply database_unavailable();
 /// 408 for a request whose head did not arrive in time (the connection then closes).
 Reply request_timeout();
 /// The reply to a request the parser refused (400, 413 or 431); it closes the connection.

@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "cm/database.hpp"
+
 namespace cm {
 
 class Trace;
@@ -63,6 +65,8 @@ struct ServerOptions {
   /// A deliberate bug for an exercise (off by default). It lives in the shared core (Session),
   /// so every model has it without a line of model code.
   TeachingBug teaching_bug = TeachingBug::none;
+  /// --db, --db-pool, --db-queue, --db-mode, --db-timeout: the database the /db routes query.
+  DbOptions db;
   /// --trace: where the core records what each request does, on which thread (cm/trace.hpp).
   /// Null, the default, records nothing. Owned by the caller; it must outlive the server.
   Trace* trace = nullptr;

@@ -59,6 +59,8 @@ struct SessionShared {
 
   /// cm-server --trace: where every session records its connection's events (null: none).
   Trace* trace = nullptr;
+  /// cm-server --db: the blocking driver a Query's perform() runs (null: a Query answers 503).
+  Database* database = nullptr;
 };
 
 class Session {

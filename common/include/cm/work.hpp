@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "cm/database.hpp"
 #include "cm/routes.hpp"
 #include "cm/server.hpp"
 #include "cm/trace.hpp"
@@ -27,12 +28,16 @@ enum class Venue {
   loop,    ///< on the serving thread itself (with --wait-mode sleep, a Wait sleeps there too)
   pool,    ///< the bounded offload pool, the reply comes back to the loop (503 when full)
   thread,  ///< a new thread per call (aeronet's deferWork), the reply comes back to the loop
+  database,  ///< a Query: sent on a connection of the loop's pool, the loop waits for its socket
 };
 
 /// The one rule for every async model: Wait -> timer (loop with --wait-mode sleep); Block -> the
 /// pool (loop with --offload inline); Compute and Now -> the loop; --offload pool and thread send
-/// Block, Compute and Now there. An interim reply (100 Continue) always stays on the loop.
-Venue venue(const Plan& plan, WaitMode wait_mode, Offload offload) noexcept;
+/// Block, Compute and Now there. An interim reply (100 Continue) always stays on the loop. A Query
+/// goes where `db_mode` says: readiness -> database, blocking -> the loop, pool -> the pool (a
+/// server with no database passes blocking: perform() answers 503 at once).
+Venue venue(const Plan& plan, WaitMode wait_mode, Offload offload,
+            DbMode db_mode = DbMode::blocking) noexcept;
 
 /// With --trace, a step handed away from the serving thread opens a span of its connection: "on a
 /// timer", "on the pool", "on a new thread"; the reply ends it. A step run where it is (the loop,
@@ -74,9 +79,14 @@ class Sleeper {
 };
 
 /// Does, on the calling thread, the work a step needs before its reply: a Wait or a Block sleeps
-/// through `sleeper`, a Compute burns CPU, a Now does nothing. `done`, or `stopped` if a sleep was
-/// interrupted. With a `tag` (--trace), the work is an event on the calling thread.
-Outcome perform(const Plan& plan, Sleeper& sleeper, Tag tag = {});
+/// through `sleeper`, a Compute burns CPU, a Query blocks in the database's driver and keeps its
+/// reply in the plan, a Now does nothing. `done`, or `stopped` if a sleep was interrupted. With a
+/// `tag` (--trace), the work is an event on the calling thread.
+Outcome perform(Plan& plan, Sleeper& sleeper, Tag tag = {});
+/// The same for a plan whose reply nobody reads afterwards (a test's, a benchmark's).
+inline Outcome perform(Plan&& plan, Sleeper& sleeper, Tag tag = {}) {
+  return perform(plan, sleeper, tag);
+}
 
 /// Admission to an offload pool: at most `capacity` jobs running or queued; the next one is
 /// refused (and answered 503 with Retry-After). Thread-safe.
@@ -138,7 +148,7 @@ class CallThreads {
   /// that hands the request back to its own loop (asio::post, uv_async_send, the ring's post).
   /// After `resume` the thread touches nothing of the caller's. Returns false, and calls nothing,
   /// if the system refuses a thread (the caller answers as a refused offload: 503).
-  bool start(const Plan& plan, Sleeper& sleeper, Tag tag, std::function<void(Outcome)> resume);
+  bool start(Plan& plan, Sleeper& sleeper, Tag tag, std::function<void(Outcome)> resume);
   /// Returns once every thread started has finished and been joined, and the reaper too.
   void join_all();
   /// Threads started and not yet joined.

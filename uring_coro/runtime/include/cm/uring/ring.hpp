@@ -240,6 +240,12 @@ inline auto SendFor(Ring& ring, int fd, std::span<const char> bytes,
       limit);
 }
 
+/// poll(fd, events) as an IORING_OP_POLL_ADD bounded by `limit` (OpFor): the events that came,
+/// -ETIME when `limit` passed first, or -errno. For a socket someone else reads (libpq's).
+inline auto PollFor(Ring& ring, int fd, unsigned events, std::chrono::nanoseconds limit) {
+  return OpFor(ring, [=](auto* sqe) { io_uring_prep_poll_add(sqe, fd, events); }, limit);
+}
+
 /// The connections of `listener`, accepted through one multishot SQE (IORING_ACCEPT_MULTISHOT,
 /// Linux 5.19): a CQE per connection, flagged IORING_CQE_F_MORE while the SQE stays armed, so a
 /// whole backlog is taken in one loop turn. Where the kernel refuses multishot (-EINVAL), a
