@@ -6,7 +6,9 @@
 
 The budgets (docs/design-notes.md says why each is what it is):
 
-    model-lines   a model's src/ (its .cpp and .hpp) at most 400 lines: one sitting's reading
+    model-lines   a model's src/ (its .cpp and .hpp) at most 400 lines: one sitting's reading;
+                  its wait on the database (src/db.cpp, src/db.hpp) is counted apart:
+    db-lines      each of a model's database files at most 150 lines (issue 37)
     tool-lines    a harness tool (harness/cmharness/tools/*.py) at most 300 lines: a thin shell
     function      a function at most 80 lines, in harness/, common/, servers/ and every model
                   (Python functions from the ast; C++ function bodies by their braces)
@@ -33,6 +35,8 @@ from dataclasses import dataclass
 
 MODELS = ("blocking", "asio_coro", "libuv_callbacks", "uring_coro")
 MODEL_LINES = 400
+DB_LINES = 150
+DB_FILES = ("db.cpp", "db.hpp")
 TOOL_LINES = 300
 FUNCTION_LINES = 80
 FUNCTION_FOLDERS = ("harness", "common", "servers") + MODELS
@@ -42,11 +46,14 @@ CXX = (".cpp", ".hpp", ".h", ".cc")
 # (budget, what) -> the figure when the budget was set (issue 36). Lower an entry as the debt is
 # paid; remove it once the figure is within budget.
 OWED = {
-    ("model-lines", "asio_coro/src"): 474,
-    ("model-lines", "libuv_callbacks/src"): 435,
-    ("model-lines", "uring_coro/src"): 409,
+    # Raised once, by issues 35 and 37 (474, 435, 409 before): the Venue::database case and the
+    # loop's pool in each model (their waits are in db.cpp, counted apart), and libuv's deferred
+    # accept out of descriptors (+14). Issue 36 pays these down with the rest.
+    ("model-lines", "asio_coro/src"): 486,
+    ("model-lines", "libuv_callbacks/src"): 471,
+    ("model-lines", "uring_coro/src"): 420,
     ("function", "harness/load/tests/test_server.cpp:TestServer::serve"): 97,
-    ("function", "servers/src/main.cpp:main"): 145,
+    ("function", "servers/src/main.cpp:main"): 125,
     ("squeezed", "asio_coro"): 2,
     ("squeezed", "common"): 8,
     ("squeezed", "libuv_callbacks"): 17,
@@ -270,10 +277,17 @@ def squeezed(statement: str) -> bool:
 def model_lines(root: str) -> list[Finding]:
     out = []
     for model in MODELS:
-        files = files_under(root, f"{model}/src", CXX)
+        files = [f for f in files_under(root, f"{model}/src", CXX)
+                 if os.path.basename(f) not in DB_FILES]
         if files:
             out.append(Finding("model-lines", f"{model}/src", sum(map(line_count, files)), MODEL_LINES))
     return out
+
+
+def db_lines(root: str) -> list[Finding]:
+    return [Finding("db-lines", os.path.relpath(f, root), line_count(f), DB_LINES)
+            for model in MODELS for f in files_under(root, f"{model}/src", CXX)
+            if os.path.basename(f) in DB_FILES]
 
 
 def tool_lines(root: str) -> list[Finding]:
@@ -326,7 +340,7 @@ def squeezed_statements(root: str) -> list[Finding]:
 
 
 def measure(root: str) -> list[Finding]:
-    return model_lines(root) + tool_lines(root) + function_lengths(root) + squeezed_statements(root)
+    return model_lines(root) + db_lines(root) + tool_lines(root) + function_lengths(root) + squeezed_statements(root)
 
 
 def verdicts(findings: list[Finding], owed: dict) -> tuple[list[str], list[str]]:

@@ -58,6 +58,16 @@ class Budgets(unittest.TestCase):
         self.assertEqual(status, 1)
         self.assertIn("libuv_callbacks/src: model-lines 401, over budget 400", out)
 
+    def test_the_database_files_count_apart_each_within_150_lines(self):
+        self.repo.write("uring_coro/src/connection.cpp", "int x;\n" * 400)
+        self.repo.write("uring_coro/src/db.cpp", "int y;\n" * 150)
+        self.repo.write("uring_coro/src/db.hpp", "int z;\n" * 150)
+        self.assertEqual(self.repo.run()[0], 0, "400 + two database files of 150 each hold")
+        self.repo.write("uring_coro/src/db.cpp", "int y;\n" * 151)
+        status, out = self.repo.run()
+        self.assertEqual(status, 1)
+        self.assertIn("uring_coro/src/db.cpp: db-lines 151, over budget 150", out)
+
     def test_a_tool_over_300_lines_fails(self):
         self.repo.write("harness/cmharness/tools/cost.py", "x = 1\n" * 301)
         status, out = self.repo.run()
