@@ -82,6 +82,7 @@ class LoadResult:
     client_cpu_s: float
     client_spin_s: float
     responses_total: int | None  # correct answers over the whole run (connect and warm-up too)
+    unanswered_at_end: int  # requests sent, not answered when the run ended (0 after --drain)
     threads: int  # cm-load's --threads (its event loops)
     stagger_s: float  # how long the connections' first requests were spread over (--stagger)
     open_loop: OpenLoop | None
@@ -113,6 +114,7 @@ class LoadResult:
             overshoot_us=Percentiles.of(d["overshoot_us"]),
             client_cpu_s=float(d["client_cpu_s"]), client_spin_s=float(d.get("client_spin_s", 0)),
             responses_total=None if d.get("responses_total") is None else int(d["responses_total"]),
+            unanswered_at_end=int(d.get("unanswered_at_end", 0)),
             threads=int(d.get("threads", 1)),
             stagger_s=float(d.get("stagger_ms") or 0) / 1000 if d.get("stagger") else 0.0,
             open_loop=OpenLoop.of(d.get("open_loop")),
@@ -137,10 +139,11 @@ class LoadResult:
 
 def command(url, *, connections, threads=1, duration_s=2.0, warmup_s=1.0, timeout_ms=None,
             delay=None, stagger_ms=None, json_path=None, quiet=True, extra=(), bin_dir=None,
-            body=None):
+            body=None, drain=False):
     """The cm-load command line for one run. `stagger_ms` spreads the first requests (0: no
     stagger; None: with a delay, cm-load's own --stagger over the mean delay is not asked);
-    `body`: each request a POST of it, its answer expected to carry it back (POST /echo)."""
+    `body`: each request a POST of it, its answer expected to carry it back (POST /echo);
+    `drain`: after the window, wait for the answers in flight (every request sent is answered)."""
     argv = [os.path.join(bin_dir or default_bin_dir(), "cm-load"), url,
             "--connections", str(connections), "--threads", str(threads),
             "--duration", f"{duration_s:g}", "--warmup", f"{warmup_s:g}"]
@@ -154,6 +157,8 @@ def command(url, *, connections, threads=1, duration_s=2.0, warmup_s=1.0, timeou
         argv += ["--body", body]
     if json_path:
         argv += ["--json", json_path]
+    if drain:
+        argv.append("--drain")
     if quiet:
         argv.append("--quiet")
     return argv + list(extra)

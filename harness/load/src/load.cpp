@@ -412,6 +412,24 @@ Window stagger_warmup_and_window(Loops& loops, Progress& progress, const Target&
   return window;
 }
 
+/// --drain: after the window, no worker sends a new request; waits until every worker has no
+/// request in flight, or for `timeout_ns` at most (a request still unanswered then is counted in
+/// unanswered_at_end). Returns how long it waited, seconds.
+double drain(Loops& loops, Progress& progress, std::int64_t timeout_ns) {
+  const std::int64_t start = now_ns();
+  loops.shared.draining.store(true);
+  auto all_drained = [&loops] {
+    for (const auto& w : loops.workers)
+      if (!w->drained.load()) return false;
+    return true;
+  };
+  while (!all_drained() && now_ns() - start < timeout_ns) {
+    progress.sleep_until(now_ns() + 5'000'000, "drain", loops.shared);
+    loops.stop_if_failed();
+  }
+  return static_cast<double>(now_ns() - start) / 1e9;
+}
+
 /// Gathers into `result`, once the workers have stopped, what they counted: connect failures,
 /// answers, errors, latencies, the fairness of the slots over the window, and the client's CPU.
 void collect(Result& result, const Loops& loops, const Window& window, const Options& options) {
@@ -425,6 +443,7 @@ void collect(Result& result, const Loops& loops, const Window& window, const Opt
     tallies.insert(tallies.end(), t.begin(), t.end());
     result.requests += w->requests_in_window;
     result.responses_total += w->live_completed.load();
+    result.unanswered_at_end += w->unanswered_at_end;
     result.reconnects += w->reconnects;
     result.errors.add(w->errors);
     result.latency_us.merge(w->latency_us);
@@ -469,6 +488,10 @@ Result run(const Options& options) {
   const Window window = stagger_warmup_and_window(loops, progress, target, options);
   result.warmup_s = window.warmup_s;
   result.connections_open = progress.open();
+  if (options.drain) {
+    result.drain = true;
+    result.drain_s = drain(loops, progress, target.timeout_ns);
+  }
   loops.stop();
   collect(result, loops, window, options);
   result.client_cpu_total_s = cpu_seconds() - cpu_at_start;
@@ -535,6 +558,9 @@ nlohmann::json to_json(const Result& r) {
       {"duration_s", r.duration_s},
       {"requests", r.requests},
       {"responses_total", r.responses_total},
+      {"unanswered_at_end", r.unanswered_at_end},
+      {"drain", r.drain},
+      {"drain_s", r.drain_s},
       {"rps", r.rps()},
       {"reconnects", r.reconnects},
       {"errors",

@@ -53,6 +53,10 @@ struct Options {
   /// the closed loop. --arrival poisson: exponential gaps between the intended send times.
   std::optional<double> rate;
   bool poisson = false;
+  /// --drain: after the window, send no new request, close each connection as it falls idle and
+  /// wait (up to `timeout`) for the answers in flight, so that every request sent is answered or counted as an error: the work a server
+  /// did (a query at its database) can then be counted against the answers exactly.
+  bool drain = false;
   std::ostream* log = nullptr;  ///< the connect line goes here (nullptr: silent)
   bool progress = false;        ///< and a progress line each second
 };
@@ -75,6 +79,11 @@ struct Result {
   double duration_s = 0;              ///< the measured window
   std::uint64_t requests = 0;         ///< correct answers completed inside the window
   std::uint64_t responses_total = 0;  ///< correct answers over the whole run, warm-up included
+  /// Requests sent whose answer had not come when the run ended: neither answers nor errors (0
+  /// after a --drain that ended in time).
+  std::uint64_t unanswered_at_end = 0;
+  bool drain = false;      ///< --drain: the run waited for the answers in flight after the window
+  double drain_s = 0;      ///< how long that took
   std::uint64_t reconnects = 0;       ///< connections reopened after a close, reset or timeout
   ErrorCounts errors;                 ///< over the whole run, warm-up included
   Histogram latency_us;               ///< correct answers inside the window

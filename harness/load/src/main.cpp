@@ -100,6 +100,10 @@ void add_options(CLI::App& app, CommandLine& cl) {
       app.add_option("--min-latency-ms", cl.min_latency_ms,
                      "an answer faster than this is early (default: the delay)");
   app.add_option("--json", cl.json_file, "write the result as JSON to FILE");
+  app.add_flag("--drain", options.drain,
+               "after the window, send no new request, close each connection as it falls idle "
+               "and wait (up to --timeout) for the answers in flight: every request sent is then an answer or an error, so a server's work "
+               "(a query at its database) can be counted against the answers exactly");
   app.add_flag("-q,--quiet", cl.quiet, "no progress line each second");
   app.add_option("--source-addresses", cl.source_addresses,
                  "auto, or N: spread connections over 127.0.0.1..127.0.0.N, or A-B: over "

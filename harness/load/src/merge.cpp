@@ -76,6 +76,9 @@ void add_counts(Result& a, const Result& b) {
     a.connect_failures[reason] += n;
   a.requests += b.requests;
   a.responses_total += b.responses_total;
+  a.unanswered_at_end += b.unanswered_at_end;
+  a.drain = a.drain && b.drain;
+  a.drain_s = std::max(a.drain_s, b.drain_s);
   a.reconnects += b.reconnects;
   a.errors.add(b.errors);
   a.latency_us.merge(b.latency_us);
@@ -117,6 +120,9 @@ Result from_json(const json& j) {
   r.duration_s = need(j, "duration_s").get<double>();
   r.requests = need(j, "requests").get<std::uint64_t>();
   r.responses_total = need(j, "responses_total").get<std::uint64_t>();
+  r.unanswered_at_end = j.value("unanswered_at_end", std::uint64_t{0});  // absent before --drain
+  r.drain = j.value("drain", false);
+  r.drain_s = j.value("drain_s", 0.0);
   r.reconnects = need(j, "reconnects").get<std::uint64_t>();
   r.errors = errors_from(need(j, "errors"));
   r.latency_us = histogram_from(j, "latency_us");

@@ -252,8 +252,11 @@ void Worker::run() {
     pump_connects();
     loop_end = now_ns();
     if (next_due_ns_ != 0) pace(loop_end);  // --rate: what fell due while events were handled
+    if (shared_.draining.load(std::memory_order_relaxed) && !drained.load()) drain_step();
   }
   unsent = backlog_.size();
+  for (const Connection& c : connections_)
+    if (c.state == Connection::State::open && c.awaiting) ++unanswered_at_end;
   // Every fd closes with connections_ (RAII); answers in flight are neither counted nor errors.
   const std::int64_t end = now_ns();
   for (Connection& c : connections_)
@@ -275,9 +278,24 @@ std::vector<SlotTally> Worker::tallies() const {
   return out;
 }
 
+void Worker::drain_step() {
+  // A connection with nothing in flight is closed: a server that serves one connection at a time
+  // (the blocking model's worker) goes on to the next, whose request is then answered.
+  bool in_flight = false;
+  for (Connection& c : connections_) {
+    if (c.state != Connection::State::open) continue;
+    if (c.awaiting)
+      in_flight = true;
+    else
+      close_connection(c);
+  }
+  if (!in_flight) drained.store(true);
+}
+
 void Worker::pump_connects() {
   while (connecting_ < kConnectBatch && !connect_queue_.empty() &&
-         !shared_.stop.load(std::memory_order_relaxed)) {
+         !shared_.stop.load(std::memory_order_relaxed) &&
+         !shared_.draining.load(std::memory_order_relaxed)) {
     // First in, first out: reopened connections queue behind every first attempt, so a server
     // that drops connections cannot stretch the connect phase by starving the slots not yet open.
     unsigned slot = connect_queue_.front();
@@ -341,6 +359,7 @@ void Worker::on_connect_ready(Connection& c) {
 /// A connection that can take a request: the closed loop sends one now; the open loop gives it the
 /// oldest request waiting for a connection, or lists it idle until one falls due.
 void Worker::ready_for_next(Connection& c) {
+  if (shared_.draining.load(std::memory_order_relaxed)) return close_connection(c);  // --drain
   if (target_.rate <= 0) return send_request(c, now_ns());
   if (!backlog_.empty()) {
     const std::int64_t intended = backlog_.front();
@@ -382,7 +401,8 @@ void Worker::on_pace_timer() {
 }
 
 void Worker::pace(std::int64_t now) {
-  while (next_due_ns_ <= now && !shared_.stop.load(std::memory_order_relaxed)) {
+  while (next_due_ns_ <= now && !shared_.stop.load(std::memory_order_relaxed) &&
+         !shared_.draining.load(std::memory_order_relaxed)) {
     dispatch(next_due_ns_);
     next_due_ns_ += std::max<std::int64_t>(1, next_interval_ns());
   }

@@ -66,6 +66,8 @@ struct Shared {
   /// First connection attempts that ended, connected or failed (the connect phase is over when
   /// this reaches the number of connections asked for).
   std::atomic<unsigned> resolved{0};
+  /// --drain, set by the main thread after the window: no new request or connection from then on.
+  std::atomic<bool> draining{false};
   /// Readable once stop is set: every worker's epoll watches it, so they all wake at once.
   cm::Fd stop_event;
 };
@@ -99,6 +101,9 @@ class Worker {
   std::atomic<std::uint64_t> live_completed{0};  ///< correct answers so far, warm-up included
   std::atomic<std::uint64_t> live_errors{0};     ///< errors so far
   std::atomic<unsigned> live_open{0};            ///< connections connected now
+  /// --drain: set by this worker once no request of its own is in flight after `draining` (it
+  /// closes each connection as it falls idle).
+  std::atomic<bool> drained{false};
 
   // Final figures, read by the main thread after run() returned.
   std::uint64_t requests_in_window = 0;
@@ -109,6 +114,8 @@ class Worker {
   std::uint64_t late_in_window = 0;
   std::uint64_t backlog_max = 0;
   std::uint64_t unsent = 0;
+  /// Requests in flight (sent, not answered) when the worker stopped.
+  std::uint64_t unanswered_at_end = 0;
   /// --rate: how late this client itself was in noticing each request due in the window (the
   /// moment it dispatched it, less its intended send time): its own lag, apart from the server's.
   Histogram pace_lag_us;
@@ -145,6 +152,7 @@ class Worker {
   void close_connection(Connection& c);
   void check_timeouts(std::int64_t now);
   void pump_connects();
+  void drain_step();
   void count_error(std::uint64_t ErrorCounts::*kind);
   void on_stagger_timer();
   std::int64_t first_request_due(unsigned slot) const;

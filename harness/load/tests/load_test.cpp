@@ -63,12 +63,44 @@ TEST(Load, CorrectServerGivesNoErrorsAndExactCounts) {
   // Every answer the server wrote was counted, except those still in flight at the stop (at
   // most one per connection).
   EXPECT_LE(r.responses_total, answered);
-  EXPECT_LE(answered, r.responses_total + kConnections);
+  EXPECT_LE(r.unanswered_at_end, kConnections);
+  EXPECT_LE(answered, r.responses_total + r.unanswered_at_end);
+  EXPECT_FALSE(r.drain);
   // Latency is never below the delay drawn (10..60 ms), and the histograms saw every request.
   EXPECT_EQ(r.latency_us.count(), r.requests);
   EXPECT_EQ(r.overshoot_us.count(), r.requests);
   EXPECT_GE(r.latency_us.min(), 10'000u);
   EXPECT_DOUBLE_EQ(r.rps(), static_cast<double>(r.requests) / r.duration_s);
+}
+
+TEST(Load, DrainWaitsForEveryAnswerInFlight) {
+  // --drain: after the window no new request is sent and the run waits for those in flight, so
+  // the server's count of answers written and cm-load's count of answers read are the same.
+  TestServer server(Behaviour::correct);
+  Options o = short_run(server.port(), "/delay/{ms}");
+  o.drain = true;
+  Result r = run(o);
+  EXPECT_EQ(r.errors.total(), 0u);
+  EXPECT_TRUE(r.drain);
+  EXPECT_EQ(r.unanswered_at_end, 0u);
+  EXPECT_GT(r.responses_total, 0u);
+  EXPECT_EQ(server.answered(), r.responses_total);
+  auto j = to_json(r);
+  EXPECT_EQ(j["drain"], true);
+  EXPECT_EQ(j["unanswered_at_end"], 0);
+}
+
+TEST(Load, DrainGivesUpOnRequestsNeverAnswered) {
+  // 4 of 16 connections are never answered: the drain ends at --timeout at the latest, and each
+  // of those 4 requests is a timeout error or unanswered at the end -- never lost from the count.
+  TestServer server(Behaviour::correct, /*starve_every=*/4);
+  Options o = short_run(server.port(), "/delay/{ms}");
+  o.timeout = std::chrono::milliseconds(1500);
+  o.drain = true;
+  Result r = run(o);
+  EXPECT_EQ(r.errors.total(), r.errors.timeout);
+  EXPECT_EQ(r.errors.timeout + r.unanswered_at_end, 4u);
+  EXPECT_EQ(server.answered(), r.responses_total);
 }
 
 TEST(Load, ReportsTheConnectionsAServerStarves) {
@@ -81,6 +113,8 @@ TEST(Load, ReportsTheConnectionsAServerStarves) {
   EXPECT_EQ(r.reconnects, 0u);
   EXPECT_EQ(f.connections, kConnections);
   EXPECT_EQ(f.starved, 4u);
+  EXPECT_GE(r.unanswered_at_end, 4u);  // the 4 starved requests, and any others in flight
+  EXPECT_LE(r.unanswered_at_end, kConnections);
   // 12 of 16 served: Jain is at most 12/16 whatever they got, and near it when they got alike.
   EXPECT_LE(f.jain, 0.75 + 1e-12);
   EXPECT_GT(f.jain, 0.5);
