@@ -5,6 +5,8 @@ honouring its delay, and its efficiency against the lowest. Pure functions.
     thread ceiling     = threads / mean delay         (one that holds a thread while it waits)
     CPU ceiling        = the server's own /plaintext rps, measured back to back with the row;
                          for /cpu/N, the work alone: server CPUs / N us
+    database ceiling   = database connections / query time   (/db/sleep/{ms}: each query holds
+                         one of the pool's connections for its whole sleep)
     efficiency         = rps / the lowest ceiling that applies
 
 Why not 1 / (1 / plaintext rps + N us) for /cpu/N: it assumes a /cpu/N request's I/O costs what a
@@ -25,19 +27,23 @@ class Ceilings:
     connection: "float | None" = None
     thread: "float | None" = None
     cpu: "float | None" = None
+    database: "float | None" = None  # database connections / query time
+
+    def named(self):
+        return (("connections", self.connection), ("threads", self.thread), ("cpu", self.cpu),
+                ("database", self.database))
 
     def lowest(self):
-        present = [c for c in (self.connection, self.thread, self.cpu) if c is not None]
+        present = [c for _, c in self.named() if c is not None]
         return min(present) if present else None
 
     def bound(self):
-        """Which ceiling binds: "connections", "threads", "cpu"; ties name every tied one
-        ("connections = threads"), so a tie is never taught as one of them alone."""
+        """Which ceiling binds: "connections", "threads", "cpu", "database"; ties name every
+        tied one ("connections = threads"), so a tie is never taught as one of them alone."""
         low = self.lowest()
         if low is None:
             return ""
-        names = [n for n, c in (("connections", self.connection), ("threads", self.thread),
-                                ("cpu", self.cpu)) if c is not None and abs(c - low) <= 1e-9 * low]
+        names = [n for n, c in self.named() if c is not None and abs(c - low) <= 1e-9 * low]
         return " = ".join(names)
 
 
@@ -62,7 +68,7 @@ def binding_label(bound, connections_requested, mean_delay_ms, thread_ceiling):
 
 
 def compute(connections, mean_delay_ms, threads=None, cpu_rps=None, compute_us=0.0,
-            server_cpus=1):
+            server_cpus=1, db_connections=None):
     """The ceilings that apply to a row (see the module's docstring)."""
     out = Ceilings()
     if mean_delay_ms > 0:
@@ -70,6 +76,8 @@ def compute(connections, mean_delay_ms, threads=None, cpu_rps=None, compute_us=0
         out.connection = connections / delay_s
         if threads is not None:
             out.thread = threads / delay_s
+        if db_connections is not None:
+            out.database = db_connections / delay_s
     cpus = max(1, server_cpus)
     if compute_us > 0:
         out.cpu = cpus / (compute_us / 1e6)  # the work alone (see the module's docstring)
@@ -91,19 +99,34 @@ PEER_BLOCK_THREADS = {"tokio": 512, "go": 10000}
 
 
 def waiting_threads(kind, path, *, workers=64, loops=1, pool=64, offload="standard",
-                    wait_mode="timer", peer=None):
+                    wait_mode="timer", peer=None, db_mode="readiness"):
     """The threads a request to `path` holds while it waits in a server of this kind, or None
     when a waiting request holds no thread (an async timer, a thread per call, nginx or node).
-    `peer` names a peer (kind "peer"): Go's and Tokio's /block hold one (PEER_BLOCK_THREADS)."""
+    `peer` names a peer (kind "peer"): Go's and Tokio's /block hold one (PEER_BLOCK_THREADS).
+    A /db/ request in an async model holds its loop with --db-mode blocking (the driver blocks
+    it), a thread of the offload pool with pool, and none with readiness."""
     is_delay, is_block = path.startswith("/delay/"), path.startswith("/block/")
+    is_db = path.startswith("/db/")
     if kind == "peer":
         return PEER_BLOCK_THREADS.get(peer) if is_block else None
     if kind == "blocking":
-        return workers if (is_delay or is_block) else None  # a worker sleeps through either
+        return workers if (is_delay or is_block or is_db) else None  # a worker waits through
     if kind != "async":
         return None
+    if is_db:
+        return {"blocking": loops, "pool": pool}.get(db_mode)
     if is_delay:
         return loops if wait_mode == "sleep" else None  # the anti-pattern sleeps on the loop
     if is_block:
         return {"inline": loops, "thread": None}.get(offload, pool)
     return None
+
+
+def database_connections(kind, path, *, db_pool=16, loops=1, db_mode="readiness"):
+    """The database connections the /db/ requests of a server share (None for another path): with
+    readiness each loop of an async model has a pool of its own (`--db-pool` per loop); the
+    blocking model, and an async model whose driver blocks (--db-mode blocking or pool), share
+    one of `--db-pool` connections."""
+    if not path.startswith("/db/") or kind == "peer":
+        return None
+    return db_pool * loops if kind == "async" and db_mode == "readiness" else db_pool

@@ -24,7 +24,7 @@ import subprocess
 import tempfile
 import time
 
-from . import servers
+from . import proc, servers
 
 WORLD_ROWS = 10000
 USER = "cm"
@@ -32,6 +32,12 @@ DATABASE = "cm"
 SETTINGS = ("listen_addresses=127.0.0.1", "fsync=off", "synchronous_commit=off",
             "full_page_writes=off", "max_connections=300",
             "shared_preload_libraries=pg_stat_statements")
+
+
+#: How the two statements of the /db routes begin (common/src/database.cpp), as
+#: pg_stat_statements records them: the queries a run counts.
+SLEEP_SQL_START = "SELECT $1::int FROM pg_sleep("
+ROW_SQL_START = "SELECT id, randomnumber FROM world WHERE id ="
 
 
 def world_number(row_id):
@@ -61,7 +67,8 @@ def bin_dir():
 class Cluster:
     """One PostgreSQL cluster in a folder of its own (`directory`, or a new temporary one)."""
 
-    def __init__(self, directory=None, rows=WORLD_ROWS):
+    def __init__(self, directory=None, rows=WORLD_ROWS, cpus=()):
+        self.cpus = list(cpus)  # the CPUs its processes run on (none: any)
         self.bin = bin_dir()
         if not self.bin:
             raise RuntimeError("PostgreSQL is not installed (scripts/install-deps installs "
@@ -122,6 +129,13 @@ class Cluster:
                  "ANALYZE world;")
         return self.conninfo
 
+    def describe(self):
+        """What a results page says of the database: its version and settings."""
+        version = self.sql("SHOW server_version")
+        where = f", on CPU {proc.cpu_list(self.cpus)}" if self.cpus else ""
+        return (f"PostgreSQL {version} (Debian's), a cluster of its own{where}, "
+                f"{self.rows:,} rows in World; " + ", ".join(SETTINGS))
+
     def detach(self):
         """Leaves the cluster running when this program exits (`harness/db-cluster start`)."""
         atexit.unregister(self.stop)
@@ -169,9 +183,74 @@ class Cluster:
         except OSError:
             return "(no log)"
 
+    # -- what the database did (cm-price's db profile) ----------------------------------------
+
+    def reset_counts(self):
+        """Forgets the statements counted so far (pg_stat_statements_reset)."""
+        self.sql("SELECT pg_stat_statements_reset()")
+
+    def queries_run(self):
+        """How many queries of the /db routes the database has completed since reset_counts():
+        pg_stat_statements' calls of the two statements (common/src/database.cpp's SQL)."""
+        return int(self.sql("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE "
+                            f"query LIKE '{SLEEP_SQL_START}%' OR query LIKE '{ROW_SQL_START}%'"))
+
+    def wait_idle(self, limit_s=10.0):
+        """Waits until no server connection runs a query (pg_stat_activity), limit_s at most:
+        a query a server still runs is counted once it completes. Whether it became idle."""
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline:
+            busy = int(self.sql("SELECT count(*) FROM pg_stat_activity WHERE "
+                                "application_name = 'cm-server' AND state = 'active'"))
+            if busy == 0:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def tally(self):
+        """Starts counting what the database does (Tally.finish() says)."""
+        return Tally(self)
+
+    def cpu_by_process(self):
+        """{pid: CPU seconds} of the cluster's live processes: the postmaster and every process
+        it runs now (the servers' backends among them)."""
+        pid = self.running()
+        out = {}
+        for p in proc.process_tree(pid) if pid else ():
+            try:
+                out[p] = proc.cpu_seconds(p)
+            except (OSError, IndexError, ValueError):
+                pass  # ended meanwhile
+        return out
+
     def _as_postgres(self, program, *args, check=True):
-        done = subprocess.run(self.as_user + [os.path.join(self.bin, program), *args],
+        pin = ["taskset", "-c", proc.cpu_list(self.cpus)] if self.cpus else []
+        done = subprocess.run(pin + self.as_user + [os.path.join(self.bin, program), *args],
                               capture_output=True, text=True, timeout=120)
         if check and done.returncode != 0:
             raise RuntimeError(f"{program}: {done.stderr.strip() or done.stdout.strip()}")
         return done
+
+
+class Tally:
+    """What a cluster did between its start and finish(): the /db queries it completed (counted
+    from zero: pg_stat_statements is reset) and the CPU seconds its processes spent.
+
+    The CPU is that of the processes alive at finish(), less what each had spent at the start:
+    the servers' backends, which live through the run. A psql the harness runs (the reset, the
+    count) costs its own backend some 30 ms of CPU to start; those backends have ended by then,
+    or start after the reading, and are not counted."""
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+        cluster.reset_counts()
+        self.cpu_start = cluster.cpu_by_process()
+
+    def finish(self, idle_limit_s=10.0):
+        """(queries, cpu_s, idle): the CPU first, then waits for the queries still running
+        (idle_limit_s at most; idle says whether none was left), so each is counted once it
+        completes."""
+        end = self.cluster.cpu_by_process()
+        cpu_s = sum(max(0.0, t - self.cpu_start.get(pid, 0.0)) for pid, t in end.items())
+        idle = self.cluster.wait_idle(idle_limit_s)
+        return self.cluster.queries_run(), cpu_s, idle

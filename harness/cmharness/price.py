@@ -59,6 +59,7 @@ class Settings:
     load_threads: int = 1
     seed: int = 0
     progress: bool = True
+    db: object = None  # the database.Cluster every server queries (a profile with "database")
 
 
 @dataclasses.dataclass
@@ -111,6 +112,10 @@ class Measurement:
     phase_s: float = 0.0  # added to the warm-up: a random phase within one delay
     settle_s: float = 0.0  # how long the server took to answer promptly before the window
     notes: list = dataclasses.field(default_factory=list)  # (kind, text)
+    # A /db/ row: the queries the database completed over the run (cm-load drained: each request
+    # sent was answered or an error) and the CPU seconds the database spent meanwhile.
+    db_queries: "int | None" = None
+    db_cpu_s: "float | None" = None
 
     @property
     def ok(self):
@@ -137,7 +142,8 @@ def plan_targets(profile, built, only=(), peers=True, bin_dir=None):
     targets, skipped = [], []
     for name in built:
         if wanted(name) and profiles.prices_model(profile, name):
-            targets += [Target(name, v) for v in profile.variants]
+            targets += [Target(name, v) for v in profile.variants
+                        if profiles.takes(v.models, name)]
     for peer in profile.peers if peers else ():
         if not wanted(peer):
             continue
@@ -158,7 +164,16 @@ def waiting_threads(target, profile, settings, path):
     return ceilings.waiting_threads(
         target.kind, path, workers=profile.blocking_workers, loops=settings.loops,
         pool=profile.pool, offload=target.arg("--offload", "standard"),
-        wait_mode=target.arg("--wait-mode", "timer"), peer=target.name)
+        wait_mode=target.arg("--wait-mode", "timer"), peer=target.name,
+        db_mode=target.arg("--db-mode", "readiness"))
+
+
+def database_connections(target, settings, path):
+    """The database connections a /db/ row's requests share in this target (--db-pool, 16 by
+    default as in cm-server), or None for another row."""
+    return ceilings.database_connections(
+        target.kind, path, db_pool=int(target.arg("--db-pool", 16)), loops=settings.loops,
+        db_mode=target.arg("--db-mode", "readiness"))
 
 
 def stagger_ms(row, threads, cap_ms):
@@ -214,9 +229,10 @@ class Runner:
     def start_server(self, target):
         p, s = self.profile, self.settings
         threads = p.blocking_workers if target.kind == "blocking" else s.loops
+        db = ["--db", s.db.conninfo] if s.db is not None and target.kind != "peer" else []
         return Server(target.name, cpus=s.server_cpus, threads=threads, pool=p.pool,
-                      args=target.variant.server_args, bin_dir=s.bin_dir, workdir=s.work_dir,
-                      settle_s=0.2)
+                      args=db + target.variant.server_args, bin_dir=s.bin_dir,
+                      workdir=s.work_dir, settle_s=0.2)
 
     def is_ceiling(self, target, row):
         """A CPU-ceiling row of a target that is its own ceiling source: measured in the sprint,
@@ -248,7 +264,9 @@ class Runner:
                 delay=t.kind != "peer" or any(r.path.startswith("/delay/") for r in rows),
                 block=any(r.path.startswith("/block/") for r in rows),
                 cpu_us=sorted({int(r.compute_us) for r in rows if r.compute_us > 0}),
-                echo_bodies=sorted({r.body for r in rows if r.body is not None}))
+                echo_bodies=sorted({r.body for r in rows if r.body is not None}),
+                db_sleep=any(r.path.startswith("/db/sleep/") for r in rows),
+                db_rows=sorted({r.path for r in rows if r.path.startswith("/db/row/")}))
             self.validations[t.label] = v
             self.log(f"{t.label}: " + ("valid" if v.ok else f"refused: {v.failure}"))
             if not v.ok:
@@ -295,6 +313,9 @@ class Runner:
         common = dict(threads=s.load_threads, duration_s=duration_s, warmup_s=warmup_s,
                       timeout_ms=profiles.timeout_ms(p, row), delay=row.delay,
                       stagger_ms=m.stagger_ms, bin_dir=s.bin_dir, body=row.body)
+        db_row = s.db is not None and row.path.startswith("/db/") and not m.is_ceiling
+        if db_row:
+            common["drain"] = True  # every request sent answered: the database's count is exact
         limit = warmup_s + duration_s + m.stagger_ms / 1000 + 120
         parts = load.parts_of(row.connections, p.connections_per_load)
         if len(parts) == 1:
@@ -313,7 +334,13 @@ class Runner:
             m.settle_s = settle(server)
             server.reset_peak_rss()
             m.rss_before_kib = server.readings().rss_kib
+            tally = s.db.tally() if db_row else None
             self._run_window(m, server, launch)
+            if tally is not None:
+                m.db_queries, m.db_cpu_s, idle = tally.finish()
+                if not idle:
+                    m.notes.append(("db-busy", "the database still ran queries 10 s after "
+                                    "cm-load ended: those were not counted"))
         except (RuntimeError, OSError, ValueError, KeyError) as e:
             m.error = m.error or str(e)
         return m
@@ -557,6 +584,25 @@ def settle(server, prompt_s=0.05, limit_s=30.0):
     return time.monotonic() - t0
 
 
+def database_mismatch(m):
+    """What differs between the queries the database completed and the answers cm-load read
+    ("" when they are equal): each correct answer is a query the database ran, and with cm-load
+    draining each request sent was answered, so the two are equal unless requests failed."""
+    r = m.result
+    if m.db_queries is None or m.db_queries == r.responses_total:
+        return ""
+    return (f"the database completed {m.db_queries:,} queries and cm-load read "
+            f"{r.responses_total:,} correct answers ({r.errors_total:,} errors, "
+            f"{r.unanswered_at_end:,} unanswered at the end)")
+
+
+def _database_note(m):
+    why = database_mismatch(m)
+    if why:
+        m.notes.append(("db-count", why + ": an answer without its query, or a query whose "
+                        "answer was lost"))
+
+
 def _children_cpu():
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
@@ -571,13 +617,16 @@ def price(m, target, profile, settings):
     threads = waiting_threads(target, profile, settings, row.path)
     mean_delay = r.delay_mean_ms or row.mean_delay_ms
     m.ceilings = ceilings.compute(offered, mean_delay, threads, m.cpu_ceiling_rps, row.compute_us,
-                                  len(settings.server_cpus) or 1)
+                                  len(settings.server_cpus) or 1,
+                                  database_connections(target, settings, row.path))
     m.efficiency = None if m.is_ceiling else ceilings.efficiency(r.rps, m.ceilings)
     _notes(m, target, offered, threads, mean_delay, profile)
 
 
 def _notes(m, target, offered, threads, mean_delay, profile):
     r = m.result
+    if m.db_queries is not None:
+        _database_note(m)
     if r.connect_failures:
         why = ", ".join(f"{k} x{v}" for k, v in r.connect_failures.items())
         m.notes.append(("connect-failed", f"cm-load could not open every connection ({why}); "

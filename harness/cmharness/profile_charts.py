@@ -37,10 +37,12 @@ from . import ROOT, charts, report, servers, stats
 
 PALETTE = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"]
 #: How each ceiling is drawn in a bar panel, and named in the legend.
-CEILING_STYLE = {"connections": "--", "threads": "-.", "CPU": ":"}
+CEILING_STYLE = {"connections": "--", "threads": "-.", "CPU": ":", "database": (0, (5, 1, 1, 1))}
 CEILING_NAME = {"connections": "connections / delay", "threads": "threads / delay",
-                "CPU": "CPU ceiling: the server's /plaintext rps"}
-SHORT = {"connections": "conn.", "threads": "threads", "cpu": "CPU", "CPU": "CPU"}
+                "CPU": "CPU ceiling: the server's /plaintext rps",
+                "database": "database connections / query time"}
+SHORT = {"connections": "conn.", "threads": "threads", "cpu": "CPU", "CPU": "CPU",
+         "database": "database"}
 
 
 def measured(doc):
@@ -62,6 +64,8 @@ def measured(doc):
             interval = summary.get("efficiency_interval")
             each = {"connections": med("connection_ceiling"), "threads": med("thread_ceiling"),
                     "CPU": med("cpu_ceiling")}
+            if med("database_ceiling") is not None:  # a /db/ row
+                each["database"] = med("database_ceiling")
             yield dict(r, rps=med("rps"), efficiency=efficiency, lowest=med("lowest_ceiling"),
                        ceilings=each, starved=med("starved_connections") or 0,
                        busy=med("server_busy"),
@@ -377,9 +381,10 @@ def ceiling_marks(ax, r, x, top):
 def named_ceilings(r, scale):
     """The in-scale ceilings a row's bound names ("connections or cpu": both, the rounds
     differed), or its lowest."""
-    words = {"connections": "connections", "threads": "threads", "cpu": "CPU"}
+    words = {"connections": "connections", "threads": "threads", "cpu": "CPU",
+             "database": "database"}
     named = [r["ceilings"][k] for w, k in words.items()
-             if w in r["bound"] and r["ceilings"][k] is not None and r["ceilings"][k] <= scale]
+             if w in r["bound"] and r["ceilings"].get(k) is not None and r["ceilings"][k] <= scale]
     return named or ([r["lowest"]] if r["lowest"] and r["lowest"] <= scale else [])
 
 
@@ -454,7 +459,7 @@ def positions(ax, rs, grouped):
     return xs
 
 
-def legend(fig, variants, rps_panels):
+def legend(fig, variants, rps_panels, database=False):
     """The colours of the bars and, when a panel draws ceilings, what each mark is."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
@@ -466,7 +471,8 @@ def legend(fig, variants, rps_panels):
                           linewidth=1, label="whiskers: 95% interval of the claim"))
     if rps_panels:
         handles += [Line2D([], [], color="0.55", linestyle=CEILING_STYLE[k], linewidth=1.2,
-                           label=CEILING_NAME[k]) for k in CEILING_STYLE]
+                           label=CEILING_NAME[k]) for k in CEILING_STYLE
+                    if database or k != "database"]
         handles.append(Line2D([], [], color="black", linewidth=2.2,
                               label="black, thick: the ceiling that binds"))
     ncol = (len(handles) + 1) // 2
@@ -507,7 +513,7 @@ def bars(doc, out, plt, group_key, filename, title):
             rps_panels += 1
         ax.set_title(charts.wrapped(g, width, 9 * len(axes) if not grouped else 9), fontsize=9)
         ax.grid(True, axis="y", alpha=0.3)
-    bottom = legend(fig, variants, rps_panels)
+    bottom = legend(fig, variants, rps_panels, any("database" in r["ceilings"] for r in rows))
     fig.suptitle(charts.wrapped(title, width), fontsize=10)
     fig.tight_layout(rect=(0, bottom / fig.get_size_inches()[1], 1, 1))
     charts.save(fig, os.path.join(out, filename))

@@ -15,7 +15,8 @@ kept running, alternated between the servers in each round (ceiling_window), and
 every other row of the same server (back to back), which is priced against it.
 
 "models" is "all", "async" or a list of model names; a row with "body" POSTs it and expects it back
-(POST /echo); "published" holds a published table the profile reproduces (seed-echo.json): its
+(POST /echo); "database": true starts a PostgreSQL cluster for the run (cmharness.database) and
+points every server at it (--db), for rows on /db/ routes; "published" holds a published table the profile reproduces (seed-echo.json): its
 figures are shown beside the run's own ratios.
 """
 
@@ -41,6 +42,9 @@ class ProfileError(ValueError):
 class Variant:
     name: str = "standard"
     server_args: list = dataclasses.field(default_factory=list)
+    # The models this variant runs ("all", "async" or a list of names): a flag only some
+    # models take (--db-mode: how an async model waits) is not run on the others.
+    models: "str | list" = "all"
 
 
 @dataclasses.dataclass
@@ -131,6 +135,8 @@ class Profile:
     # worker (0: not measured).
     memory_waiting: int = 0
     rates_percent: list = dataclasses.field(default_factory=list)  # latency: offered, % of capacity
+    # A PostgreSQL cluster for the run, every server pointed at it (--db): the /db/ routes.
+    database: bool = False
     rows: list = dataclasses.field(default_factory=list)  # Row, CPU-ceiling rows first
 
 
@@ -161,7 +167,8 @@ _TOP = {"name", "description", "summary", "published", "duration_s", "warmup_s",
         "rounds", "max_rounds", "timeout_ms",
         "models", "peers", "server", "load_threads", "fresh_server", "stagger_cap_ms", "chart",
         "ceiling_margin",
-        "variants", "rows", "kind", "rates_percent", "connections_per_load", "memory"}
+        "variants", "rows", "kind", "rates_percent", "connections_per_load", "memory",
+        "database"}
 _ROW = {"id", "path", "delay_ms", "connections", "sweep", "cpu_ceiling", "stagger", "body"}
 
 
@@ -220,10 +227,15 @@ def parse(doc):
     if p.rates_percent != sorted(set(p.rates_percent)):
         raise ProfileError("rates_percent: ascending, each once")
     if "variants" in doc:
-        p.variants = [Variant(v["name"], list(v.get("server_args", []))) for v in doc["variants"]]
+        p.variants = [_variant(v, i) for i, v in enumerate(doc["variants"])]
     if not doc.get("rows"):
         raise ProfileError("rows: expected a non-empty list")
     p.rows = _rows(doc["rows"])
+    if not isinstance(doc.get("database", False), bool):
+        raise ProfileError("database: true or false")
+    p.database = doc.get("database", False)
+    if not p.database and any(r.path.startswith("/db/") for r in p.rows):
+        raise ProfileError('rows: a /db/ route needs "database": true')
     for row in (p.published or {}).get("rows", []):
         if row.get("row") not in {r.id for r in p.rows}:
             raise ProfileError(f'published.rows: "{row.get("row")}" is not a row id of the profile')
@@ -253,6 +265,15 @@ def _published(doc):
     return doc
 
 
+def _variant(spec, i):
+    where = f"variants[{i}]"
+    _only(spec, {"name", "server_args", "models"}, where)
+    models = spec.get("models", "all")
+    if not (models in ("all", "async") or (isinstance(models, list) and models)):
+        raise ProfileError(f'{where}.models: "all", "async" or a list of models')
+    return Variant(spec["name"], list(spec.get("server_args", [])), models)
+
+
 def _rows(specs):
     rows = []
     for i, spec in enumerate(specs):
@@ -276,9 +297,14 @@ def _rows(specs):
 
 def prices_model(profile, name):
     """Whether a profile's "models" ("all", "async" or a list) takes this model."""
-    if isinstance(profile.models, list):
-        return name in profile.models
-    return not (profile.models == "async" and name == "blocking")
+    return takes(profile.models, name)
+
+
+def takes(models, name):
+    """Whether "all", "async" or a list of model names takes this model."""
+    if isinstance(models, list):
+        return name in models
+    return not (models == "async" and name == "blocking")
 
 
 def load(name_or_path, profiles_dir=PROFILES_DIR):

@@ -86,6 +86,9 @@ def ceiling_text(t, r):
     if kind == "connections = threads":
         n = round(_median(r, "thread_ceiling") * delay_s)
         return f"{value:,.0f} = {n:,} connections = threads / {delay_s:g} s"
+    if kind == "database":
+        n = round(_median(r, "database_ceiling") * delay_s)
+        return f"{value:,.0f} = {n:,} database connection{'s' if n != 1 else ''} / {delay_s:g} s"
     if kind == "cpu":
         if r["path"].startswith("/cpu/"):
             return f"{value:,.0f} = the CPU / {r['path'][len('/cpu/'):]} µs"
@@ -94,7 +97,8 @@ def ceiling_text(t, r):
     for part in kind.split(" or "):
         one = dict(r, bound=part, summary=dict(r["summary"], lowest_ceiling=r["summary"].get(
             {"connections": "connection_ceiling", "threads": "thread_ceiling",
-             "cpu": "cpu_ceiling"}.get(part.split(" = ")[0], "lowest_ceiling"))))
+             "cpu": "cpu_ceiling", "database": "database_ceiling"}.get(
+                part.split(" = ")[0], "lowest_ceiling"))))
         parts.append(ceiling_text(t, one))
     return " or ".join(parts) + ", by round"
 
@@ -267,7 +271,8 @@ def efficiency_orderings(pairs):
 
 
 KIND_WORDS = {"connections": "connections / delay", "threads": "threads / delay",
-              "cpu": "their own CPU", "connections = threads": "connections = threads / delay"}
+              "cpu": "their own CPU", "connections = threads": "connections = threads / delay",
+              "database": "database connections / query time"}
 
 
 def orderings(doc):
@@ -611,6 +616,7 @@ def markdown(doc, charts, chart_note="", reproduced=None):
         f"Commit `{commit['head']}`{dirty}; the code measured, as git tree hashes: {trees}. "
         f"Machine: [machine.md](machine.md). {m['method']}", "",
         *([f"Conditions: {m['note']}", ""] if m.get("note") else []),
+        *([f"The database: {m['database']}.", ""] if m.get("database") else []),
         "## Claims", "",
         "Each cell is the median over the rounds of a figure taken within a round, with its 95% "
         "confidence interval in brackets (distribution-free, from the order statistics; `[n=k]`: "
@@ -629,6 +635,7 @@ def markdown(doc, charts, chart_note="", reproduced=None):
         "window over its RSS before it, per connection: on a server kept running it is near 0 "
         "(its memory grew in an earlier row); the bytes a waiting request holds are measured "
         "apart, above.", "", full_table(doc), "",
+        *database_section(doc),
         "## Notes", "", notes(doc), "", "## What an error means", "", ERRORS, "",
         "## Validation (before timing, as HttpArena validates)", "", validation(doc), "",
     ]
@@ -653,6 +660,44 @@ HOLDS = {
     "go": "a parked goroutine (its stack) and a runtime timer",
     "tokio": "a task (its future) and a timer-wheel entry",
 }
+
+
+def database_table(doc):
+    """Per /db/ row and server: the queries the database completed against the answers cm-load
+    read over the rounds, the rounds where they differ, the database's CPU per query beside the
+    server's CPU per answer, and the p99 latency ("" without a /db/ row)."""
+    lines = ["| row | server | queries the database completed | correct answers | rounds where "
+             "they differ | database CPU per query, µs | server CPU per answer, µs | p99, ms |",
+             "|---|---|--:|--:|--:|--:|--:|--:|"]
+    for t in doc["targets"]:
+        for r in t["rows"]:
+            s = r["summary"] or {}
+            if "db_queries" not in s:
+                continue
+            db_cpu, server = _median(r, "db_cpu_us_per_query"), _median(r, "server_cpu_ms_per_1k")
+            p99 = _median(r, "latency_p99_ms")
+            lines.append(
+                f"| {row_title(r)} | {t['label']} | {s['db_queries']:,} | {s['db_answers']:,} | "
+                f"{s['db_count_mismatches']} | {'-' if db_cpu is None else f'{db_cpu:,.0f}'} | "
+                f"{'-' if server is None else f'{server:,.0f}'} | "
+                f"{'-' if p99 is None else f'{p99:,.1f}'} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
+def database_section(doc):
+    table = database_table(doc)
+    if not table:
+        return []
+    return ["## The database's count", "",
+            "Each `/db/` request is one query. Before each row's run the database's statement "
+            "counts are reset (`pg_stat_statements_reset()`); cm-load runs with `--drain` (after "
+            "the window it sends nothing new and waits for every answer in flight), and once no "
+            "server connection runs a query the calls of the two statements are read. Every "
+            "correct answer is a query the database completed: the two columns are equal, with no "
+            "margin, in every round without errors; a round where they differ is counted here "
+            "and explained in the notes. The database's CPU (its processes, pinned beside "
+            "cm-load) is over the whole run, per query it completed; the server's, per answer in "
+            "the window.", "", table, ""]
 
 
 def headline(doc, chart):

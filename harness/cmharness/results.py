@@ -34,7 +34,8 @@ def measurement_json(m):
     out = {"round": m.round, "sequence": m.sequence, "error": m.error, "rps": m.rps,
            "efficiency": m.efficiency, "bound": m.ceilings.bound() if m.ok else "",
            "ceilings": {"connection": m.ceilings.connection, "thread": m.ceilings.thread,
-                        "cpu": m.ceilings.cpu},
+                        "cpu": m.ceilings.cpu, "database": m.ceilings.database},
+           "db_queries": m.db_queries, "db_cpu_s": m.db_cpu_s,
            "cpu_ceiling_rps": m.cpu_ceiling_rps, "ceiling_windows": m.ceiling_windows,
            "defect": m.defect, "stagger_ms": m.stagger_ms, "phase_s": m.phase_s,
            "settle_s": m.settle_s,
@@ -52,6 +53,11 @@ def _per_request_ms(m):
     return m.server_cpu_s * 1e6 / answered if answered else None
 
 
+def _db_cpu_per_query_us(m):
+    """The database's CPU per query it completed, µs (a /db/ row)."""
+    return m.db_cpu_s * 1e6 / m.db_queries if m.db_queries and m.db_cpu_s is not None else None
+
+
 def _rss_per_connection(m):
     grown = m.peak_rss_kib - m.rss_before_kib
     return grown / m.row.connections if m.row.connections else None
@@ -63,6 +69,7 @@ FIGURES = {  # summary key -> what it is of one measurement
     "cpu_ceiling": lambda m: m.ceilings.cpu,
     "connection_ceiling": lambda m: m.ceilings.connection,
     "thread_ceiling": lambda m: m.ceilings.thread,
+    "database_ceiling": lambda m: m.ceilings.database,
     "lowest_ceiling": lambda m: m.ceilings.lowest(),
     "latency_p50_ms": lambda m: m.result.latency_us.p50 / 1000,
     "latency_p99_ms": lambda m: m.result.latency_us.p99 / 1000,
@@ -76,6 +83,7 @@ FIGURES = {  # summary key -> what it is of one measurement
     "load_busy": lambda m: m.load_busy,
     "peak_rss_mib": lambda m: m.peak_rss_kib / 1024,
     "rss_per_connection_kib": _rss_per_connection,
+    "db_cpu_us_per_query": _db_cpu_per_query_us,
 }
 
 
@@ -98,6 +106,12 @@ def summarize(rounds):
         for kind, n in m.result.errors.items():
             errors[kind] = errors.get(kind, 0) + n
     summary["errors"] = errors
+    counted_db = [m for m in ok if m.db_queries is not None]
+    if counted_db:  # a /db/ row: rounds where the database's count and the answers differ
+        summary["db_count_mismatches"] = sum(
+            1 for m in counted_db if m.db_queries != m.result.responses_total)
+        summary["db_queries"] = sum(m.db_queries for m in counted_db)
+        summary["db_answers"] = sum(m.result.responses_total for m in counted_db)
     summary["efficiency_interval"] = _json(stats.estimate([m.efficiency for m in counted]))
     bounds = sorted({m.ceilings.bound() for m in ok if not m.is_ceiling})
     return summary, " or ".join(bounds)  # "a or b": the rounds differ in what binds

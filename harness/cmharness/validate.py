@@ -33,9 +33,9 @@ def exchange(port, path, timeout=30.0, connection=None):
         c.close()
 
 
-def check(path, response, body, min_ms):
-    """What is wrong with a response that should be 200 `body`, text/plain, no sooner than
-    min_ms ("" when nothing is)."""
+def check(path, response, body, min_ms, content_type_expected="text/plain"):
+    """What is wrong with a response that should be 200 `body`, text/plain (or
+    content_type_expected), no sooner than min_ms ("" when nothing is)."""
     if isinstance(response, Exception):
         return f"{path}: {type(response).__name__}: {response}"
     status, content_type, got, latency_ms = response
@@ -43,8 +43,8 @@ def check(path, response, body, min_ms):
         return f"{path}: status {status}, expected 200"
     if got != body:
         return f'{path}: body "{got[:40]}", expected "{body}"'
-    if content_type.split(";")[0].strip().lower() != "text/plain":
-        return f'{path}: Content-Type "{content_type}", expected text/plain'
+    if content_type.split(";")[0].strip().lower() != content_type_expected:
+        return f'{path}: Content-Type "{content_type}", expected {content_type_expected}'
     if latency_ms < min_ms:
         return f"{path}: answered after {latency_ms:.2f} ms, before its delay of {min_ms:.0f} ms"
     return ""
@@ -113,7 +113,16 @@ def echo(port, body, timeout=30.0):
     return ""
 
 
-def validate(port, *, plaintext=False, delay=False, block=False, cpu_us=(), echo_bodies=()):
+def db_row_body(path):
+    """The body /db/row/N answers: World's row N as JSON (cmharness.database.world_number)."""
+    from .database import world_number
+
+    row_id = int(path.rsplit("/", 1)[1])
+    return f'{{"id":{row_id},"randomNumber":{world_number(row_id)}}}'
+
+
+def validate(port, *, plaintext=False, delay=False, block=False, cpu_us=(), echo_bodies=(),
+             db_sleep=False, db_rows=()):
     """Runs the checks the rows need against 127.0.0.1:port; the first failure refuses."""
     v = Validation()
 
@@ -148,4 +157,15 @@ def validate(port, *, plaintext=False, delay=False, block=False, cpu_us=(), echo
         if why:
             return refuse(why)
         v.passed.append(f"POST /echo of {len(body)} bytes answered them back")
+    if db_sleep:
+        why = overlapping(port, "/db/sleep/")
+        if why:
+            return refuse(why)
+        v.passed.append("32 overlapping /db/sleep/{ms}, all different, each answered with the "
+                        "value the database returned, none early")
+    for path in db_rows:
+        why = check(path, _get(port, path), db_row_body(path), 0, "application/json")
+        if why:
+            return refuse(why)
+        v.passed.append(f"{path} answered {db_row_body(path)}")
     return v

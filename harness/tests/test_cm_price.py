@@ -154,6 +154,82 @@ class LatencyProfile(unittest.TestCase):
         self.assertIn("knee: p99 > 10x", ran.stdout)
 
 
+def have_postgres():
+    from cmharness import database
+
+    return database.bin_dir() is not None
+
+
+@unittest.skipUnless(os.path.exists(os.path.join(BIN, "cm-server")) and have_postgres(),
+                     "cm-server is not built or PostgreSQL is not installed")
+class DatabaseProfile(unittest.TestCase):
+    """A profile with "database": its own PostgreSQL, every server pointed at it, each /db/ row
+    priced against database connections / query time and counted at the database."""
+
+    DOC = {"name": "dbt", "rounds": 2, "duration_s": 0.3, "warmup_s": 0.1, "peers": [],
+           "database": True, "ceiling_window": {"duration_s": 0.15, "warmup_s": 0.05,
+                                                "rounds": 1},
+           "variants": [{"name": "pool 4", "server_args": ["--db-pool", "4"]},
+                        {"name": "on the loop", "server_args": ["--db-mode", "blocking"],
+                         "models": "async"}],
+           "rows": [{"id": "plaintext", "path": "/plaintext", "connections": [4],
+                     "cpu_ceiling": True},
+                    {"id": "sleep", "path": "/db/sleep/{ms}", "delay_ms": [20],
+                     "connections": [16], "stagger": True},
+                    {"id": "row", "path": "/db/row/42", "connections": [4]}]}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        path = os.path.join(cls.dir.name, "dbt.json")
+        with open(path, "w") as f:
+            json.dump(cls.DOC, f)
+        cls.ran = cm_price(path, "--models", "blocking,asio_coro", "--out", cls.dir.name,
+                           "--bin-dir", BIN, "--no-charts", "--seed", "1")
+        with open(os.path.join(cls.dir.name, "dbt", "results.json")) as f:
+            cls.doc = json.load(f)
+        with open(os.path.join(cls.dir.name, "dbt", "results.md")) as f:
+            cls.md = f.read()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def rows(self, row_id):
+        return {t["label"]: r for t in self.doc["targets"] for r in t["rows"] if r["id"] == row_id}
+
+    def test_the_async_variant_runs_on_the_async_model_only(self):
+        self.assertEqual([t["label"] for t in self.doc["targets"]],
+                         ["blocking (pool 4)", "asio_coro (pool 4)", "asio_coro (on the loop)"])
+        self.assertTrue(all(t["priced"] for t in self.doc["targets"]), self.ran.stderr)
+
+    def test_every_query_the_database_ran_is_an_answer_cm_load_read(self):
+        for row_id in ("sleep", "row"):
+            for label, r in self.rows(row_id).items():
+                for m in r["rounds"]:
+                    self.assertEqual(m["error"], "", (label, m))
+                    self.assertEqual(m["load"]["errors_total"], 0, (label, m["load"]["errors"]))
+                    self.assertTrue(m["load"]["drain"])
+                    self.assertEqual(m["load"]["unanswered_at_end"], 0)
+                    self.assertGreater(m["db_queries"], 0)
+                    self.assertEqual(m["db_queries"], m["load"]["responses_total"], label)
+                    self.assertGreater(m["db_cpu_s"], 0)
+                self.assertEqual(r["summary"]["db_count_mismatches"], 0)
+
+    def test_the_pool_or_the_loop_binds_a_query_of_20_ms(self):
+        sleep = self.rows("sleep")
+        for label in ("blocking (pool 4)", "asio_coro (pool 4)"):  # 4 / 20 ms, not 16 / 20 ms
+            m = sleep[label]["rounds"][0]
+            self.assertEqual((m["bound"], m["ceilings"]["database"]), ("database", 200), label)
+        m = sleep["asio_coro (on the loop)"]["rounds"][0]  # the driver holds the one loop
+        self.assertEqual((m["bound"], m["ceilings"]["thread"]), ("threads", 50))
+
+    def test_the_page_shows_the_databases_count(self):
+        self.assertIn("## The database's count", self.md)
+        self.assertIn("200 = 4 database connections / 0.02 s", self.md)
+        self.assertIn("/db/row/42 answered {\"id\":42,\"randomNumber\":2599}", self.md)
+
+
 class Usage(unittest.TestCase):
     def test_an_unknown_profile_is_a_usage_error(self):
         r = cm_price("no-such-profile")

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -57,6 +58,38 @@ class ClusterTest(unittest.TestCase):
         calls = self.db.sql("SELECT calls FROM pg_stat_statements "
                             "WHERE query LIKE 'SELECT randomnumber FROM world%'")
         self.assertEqual(calls, "3")
+
+
+    def test_a_tally_counts_the_route_queries_once_they_complete(self):
+        tally = self.db.tally()
+        for ms in (5, 6):
+            self.db.sql(f"SELECT {ms}::int FROM pg_sleep({ms}::int / 1000.0)")
+        self.db.sql("SELECT id, randomnumber FROM world WHERE id = 7")
+        self.db.sql("SELECT count(*) FROM world")  # not a /db route's statement: not counted
+        # A query a server still runs (cm-server's application name) is waited for, then counted.
+        env = dict(os.environ, PGAPPNAME="cm-server")
+        running = subprocess.Popen([os.path.join(database.bin_dir(), "psql"), self.db.conninfo,
+                                    "-X", "-A", "-t", "-c",
+                                    "SELECT 400::int FROM pg_sleep(400::int / 1000.0)"],
+                                   env=env, stdout=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and self.db.sql(
+                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'cm-server' "
+                    "AND state = 'active'") == "0":
+                time.sleep(0.01)
+            queries, cpu_s, idle = tally.finish()
+        finally:
+            running.wait(timeout=30)
+        self.assertTrue(idle)
+        self.assertEqual(queries, 4)
+        self.assertGreater(cpu_s, 0)
+
+    def test_its_processes_run_on_the_cpus_it_was_given(self):
+        cpus = sorted(os.sched_getaffinity(0))[-1:]
+        with database.Cluster(rows=10, cpus=cpus) as db:
+            self.assertEqual(os.sched_getaffinity(db.running()), set(cpus))
+            self.assertIn(f"on CPU {cpus[0]}", db.describe())
 
 
 @unittest.skipUnless(database.bin_dir(), "PostgreSQL is not installed (scripts/install-deps)")

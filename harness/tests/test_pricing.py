@@ -66,6 +66,9 @@ class Profiles(unittest.TestCase):
         self.assertEqual(post.label(), "POST /echo x 100")
         self.assertEqual(get.label(), "/plaintext x 100")
         argv = load.command("http://127.0.0.1:1/echo", connections=100, body=post.body)
+        self.assertNotIn("--drain", argv)
+        self.assertIn("--drain", load.command("http://127.0.0.1:1/db/row/1", connections=1,
+                                              drain=True))
         self.assertEqual(argv[argv.index("--body") + 1], "Hello")
         self.assertNotIn("--body", load.command("http://127.0.0.1:1/plaintext", connections=1))
         with self.assertRaisesRegex(profiles.ProfileError, "body is the text a row POSTs"):
@@ -85,6 +88,33 @@ class Profiles(unittest.TestCase):
         for bad in ([], ["tokio"], "some"):
             with self.assertRaisesRegex(profiles.ProfileError, "models"):
                 profile(models=bad)
+
+    def test_a_variant_may_run_on_some_models_only(self):
+        p = profile(variants=[{"name": "pool 16", "server_args": ["--db-pool", "16"]},
+                              {"name": "on the loop", "server_args": ["--db-mode", "blocking"],
+                               "models": "async"},
+                              {"name": "uring only", "models": ["uring_coro"]}])
+        targets, _ = price.plan_targets(p, ["blocking", "asio_coro", "uring_coro"], peers=False)
+        self.assertEqual([t.label for t in targets],
+                         ["blocking (pool 16)", "asio_coro (pool 16)", "asio_coro (on the loop)",
+                          "uring_coro (pool 16)", "uring_coro (on the loop)",
+                          "uring_coro (uring only)"])
+        for bad in ([], "some"):
+            with self.assertRaisesRegex(profiles.ProfileError, r"variants\[0\]\.models"):
+                profile(variants=[{"name": "x", "models": bad}])
+        with self.assertRaisesRegex(profiles.ProfileError, 'unknown key "flags"'):
+            profile(variants=[{"name": "x", "flags": []}])
+
+    def test_a_db_route_needs_the_database(self):
+        rows = [{"id": "plaintext", "path": "/plaintext", "connections": [128], "cpu_ceiling": True},
+                {"id": "db", "path": "/db/sleep/{ms}", "delay_ms": [10], "connections": [2000]}]
+        self.assertTrue(profile(rows=rows, database=True).database)
+        self.assertFalse(profile().database)
+        with self.assertRaisesRegex(profiles.ProfileError, '/db/ route needs "database": true'):
+            profile(rows=rows)
+        with self.assertRaisesRegex(profiles.ProfileError, "database: true or false"):
+            profile(rows=rows, database="yes")
+        self.assertEqual(profile(rows=rows, database=True).rows[1].mean_delay_ms, 10)
 
     def test_every_committed_profile_parses(self):
         for name in ("quick", "delay-sweep", "arena", "offload", "seed-echo"):
@@ -136,6 +166,30 @@ class Ceilings(unittest.TestCase):
         self.assertIsNone(wt("peer", "/delay/10", peer="tokio"))
         self.assertEqual(wt("peer", "/block/10", peer="tokio"), 512)  # spawn_blocking's pool
         self.assertEqual(wt("peer", "/block/10", peer="go"), 10000)  # SetMaxThreads
+
+
+    def test_the_database_pool_is_a_ceiling_of_its_own(self):
+        # 2,000 connections waiting 10 ms on 16 database connections: 1,600 a second
+        c = ceilings.compute(2000, 10, threads=None, cpu_rps=30000, db_connections=16)
+        self.assertEqual((c.connection, c.database, c.bound()), (200000, 1600, "database"))
+        self.assertAlmostEqual(ceilings.efficiency(1584, c), 0.99)
+        # the blocking model with 64 workers on 16 connections: the pool binds, not the threads
+        c = ceilings.compute(2000, 10, threads=64, db_connections=16)
+        self.assertEqual((c.thread, c.bound()), (6400, "database"))
+        # no delay (/db/row/N): no database ceiling, the CPU binds
+        self.assertIsNone(ceilings.compute(256, 0, cpu_rps=30000, db_connections=16).database)
+
+    def test_which_database_connections_and_threads_a_db_request_holds(self):
+        dc, wt = ceilings.database_connections, ceilings.waiting_threads
+        self.assertEqual(dc("async", "/db/sleep/10", db_pool=16, loops=2), 32)  # a pool per loop
+        self.assertEqual(dc("async", "/db/sleep/10", db_pool=16, loops=2, db_mode="pool"), 16)
+        self.assertEqual(dc("blocking", "/db/sleep/10", db_pool=4, loops=64), 4)
+        self.assertIsNone(dc("async", "/delay/10", db_pool=16))
+        self.assertIsNone(dc("peer", "/db/sleep/10", db_pool=16))
+        self.assertIsNone(wt("async", "/db/sleep/10"))  # readiness: the loop goes on
+        self.assertEqual(wt("async", "/db/sleep/10", loops=1, db_mode="blocking"), 1)
+        self.assertEqual(wt("async", "/db/sleep/10", pool=64, db_mode="pool"), 64)
+        self.assertEqual(wt("blocking", "/db/row/42", workers=64), 64)
 
 
 class Runner(unittest.TestCase):

@@ -34,7 +34,7 @@ import sys
 import tempfile
 
 from cmharness import ROOT, default_bin_dir, processes, proc, profiles, provenance
-from cmharness import latency, latency_report, report, results
+from cmharness import database, latency, latency_report, report, results
 from cmharness.latency import LatencyRunner
 from cmharness.price import (ABOVE_TOLERANCE, MAX_CEILING_WINDOWS, Runner, Settings,
                              plan_targets)
@@ -180,7 +180,15 @@ def run_profile(p, args, out_dir):
     sprints = "" if p.kind == "latency" else f"{p.ceiling_rounds} sprints and "
     print(f"cm-price: profile {p.name}, {len(targets)} servers, {sprints}{p.rounds} rounds; "
           f"{meta['method'].split('.')[0]}", file=sys.stderr)
-    runner = (LatencyRunner if p.kind == "latency" else Runner)(p, s, targets).run()
+    if p.database:  # its processes beside cm-load's, never on the server's CPU
+        s.db = database.Cluster(cpus=s.load_cpus)
+        s.db.start()
+        meta["database"] = s.db.describe()
+    try:
+        runner = (LatencyRunner if p.kind == "latency" else Runner)(p, s, targets).run()
+    finally:
+        if s.db is not None:
+            s.db.stop()
     meta["finished_utc"] = provenance.utc_now()
     meta["load_after"] = list(proc.load_average())
     meta["round_orders"] = runner.orders
