@@ -117,7 +117,7 @@ class Profiles(unittest.TestCase):
         self.assertEqual(profile(rows=rows, database=True).rows[1].mean_delay_ms, 10)
 
     def test_every_committed_profile_parses(self):
-        for name in ("quick", "delay-sweep", "arena", "offload", "seed-echo"):
+        for name in ("quick", "delay-sweep", "arena", "offload", "seed-echo", "db"):
             p = profiles.load(name)
             self.assertTrue(p.rows[0].cpu_ceiling, name)
             self.assertGreaterEqual(p.rounds, 6, f"{name}: a 95% interval needs 6 rounds")
