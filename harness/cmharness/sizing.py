@@ -4,6 +4,10 @@ results/ each figure comes from. Pure functions over results.json documents; har
 
     connection ceiling = N / D
     thread ceiling     = threads / D                  (the blocking model: a worker per wait)
+    database ceiling   = P / D, with --db-pool P: the wait is a query holding one of P database
+                         connections (an async model: P per event loop, one loop per core; the
+                         blocking model: P shared by its workers); its efficiency comes from a
+                         committed /db/sleep row bound by the same ceiling (results/db)
     CPU ceiling        = C x the model's CPU ceiling at its committed /delay row whose
                          connections are nearest N (its /plaintext rps with that many connections,
                          measured back to back with the row: docs/ceilings.md); one core measured,
@@ -43,6 +47,7 @@ class Row:
     waiting_bytes: "int | None" = None  # bytes per waiting request its profile measured
     stack_bytes: "int | None" = None  # the stack a blocking worker reserves
     waiting_source: "str | None" = None  # the file waiting_bytes comes from
+    route: str = "delay"  # "delay": a /delay row; "db": a /db/sleep row (results/db)
 
 
 @dataclasses.dataclass
@@ -64,14 +69,17 @@ def _median(summary, key):
 
 
 def delay_rows(doc, source):
-    """Every priced /delay row of a results.json document (the CPU-ceiling rows left out)."""
+    """Every priced /delay and /db/sleep row of a results.json document (the CPU-ceiling rows
+    left out)."""
     rows = []
     for target in doc.get("targets", []):
         for r in target.get("rows", []):
             s = r.get("summary") or {}
             if r.get("cpu_ceiling_row") or not r.get("delay") and not r.get("mean_delay_ms"):
                 continue
-            if not str(r.get("path", "")).startswith("/delay/"):
+            route = {"/delay/": "delay", "/db/sleep/": "db"}.get(
+                str(r.get("path", "")).rsplit("/", 1)[0] + "/")
+            if route is None:
                 continue
             cpu = _median(s, "server_cpu_ms_per_1k")  # ms per 1,000 requests = us per request
             rps = _median(s, "rps")
@@ -86,12 +94,12 @@ def delay_rows(doc, source):
                             _median(s, "rss_per_connection_kib"), eff, r.get("bound", ""),
                             f"{source}: {target['name']} {r['path'].replace('{ms}', format(r['mean_delay_ms'], 'g'))}"
                             f" x {n:,}", cost.get("bytes_per_waiting"),
-                            cost.get("reserved_bytes_per_waiting"), source))
+                            cost.get("reserved_bytes_per_waiting"), source, route))
     return rows
 
 
-def load_rows(results_dir, profiles=("delay-sweep", "arena")):
-    """The /delay rows of the profiles; a server whose profiles measured no bytes per waiting
+def load_rows(results_dir, profiles=("delay-sweep", "arena", "db")):
+    """The /delay rows of the profiles (and results/db's /db/sleep rows); a server whose profiles measured no bytes per waiting
     request (a peer priced only in arena: go, tokio) takes them from harness/waiting-cost's file,
     results/waiting-cost/SERVER.json, when there is one."""
     rows = []
@@ -113,9 +121,10 @@ def load_rows(results_dir, profiles=("delay-sweep", "arena")):
     return rows
 
 
-def nearest(rows, server, connections):
-    """The server's committed row whose connections are nearest (by ratio) the service's."""
-    mine = [r for r in rows if r.server == server]
+def nearest(rows, server, connections, route="delay"):
+    """The server's committed row on this route ("delay", "db") whose connections are nearest
+    (by ratio) the service's."""
+    mine = [r for r in rows if r.server == server and r.route == route]
     if not mine:
         return None
     return min(mine, key=lambda r: (max(r.connections, connections) / min(r.connections, connections),
@@ -130,14 +139,23 @@ def row_binds(row):
     return ceilings_mod.binding_label(row.bound, row.connections, row.delay_ms, threads)
 
 
+def database_ceiling(server, db_pool, delay_s, cores):
+    """P / D for a wait on P database connections (an async model: P per loop, a loop per core;
+    the blocking model: P in all), or None without a pool or a delay."""
+    if not db_pool or delay_s <= 0:
+        return None
+    pools = 1 if server == "blocking" else cores
+    return db_pool * pools / delay_s
+
+
 def waiting_row(rows, server):
     """The server's committed row whose profile measured its bytes per waiting request."""
     return next((r for r in rows if r.server == server and r.waiting_bytes is not None), None)
 
 
-def size(rows, server, connections, delay_ms, cores, *, workers=64):
+def size(rows, server, connections, delay_ms, cores, *, workers=64, db_pool=None):
     """One model's sizing for N connections, D ms, C cores, from its committed rows (None when
-    it has none)."""
+    it has none); with db_pool, each wait a query on that many database connections."""
     row = nearest(rows, server, connections)
     if row is None:
         return None
@@ -145,13 +163,16 @@ def size(rows, server, connections, delay_ms, cores, *, workers=64):
     is_blocking = server == "blocking"
     ceilings = {"connections": connections / d if d > 0 else None,
                 "threads": workers / d if is_blocking and d > 0 else None,
-                "cpu": cores * row.cpu_ceiling}
+                "cpu": cores * row.cpu_ceiling,
+                "database": database_ceiling(server, db_pool, d, cores)}
     present = {k: v for k, v in ceilings.items() if v is not None}
     low = min(present.values())
     binds = " = ".join(k for k, v in present.items() if abs(v - low) <= 1e-9 * low)
     notes = []
-    same_kind = [r for r in rows if r.server == server and r.efficiency and row_binds(r) == binds]
-    eff_row = nearest(same_kind, server, connections) if same_kind else None
+    route = "db" if db_pool else "delay"
+    same_kind = [r for r in rows if r.server == server and r.efficiency and row_binds(r) == binds
+                 and r.route == route]
+    eff_row = nearest(same_kind, server, connections, route) if same_kind else None
     if eff_row is None and row.efficiency:
         eff_row = row
         notes.append(f"no committed row of {server} was bound by {binds}: the efficiency is the "

@@ -107,6 +107,28 @@ class Size(unittest.TestCase):
         self.assertAlmostEqual(s.memory_mib, 10000 * 2048 / 2**20)
 
 
+    def test_a_wait_on_a_database_pool_is_bound_by_the_pool(self):
+        db = {"targets": [{"name": "libuv_callbacks", "rows": [
+            dict(row(2000, 1560, 60000, 20.0, 1.0, (0.975, 0.96, 0.99), "database",
+                     path="/db/sleep/{ms}"), mean_delay_ms=10.0, delay="10")]}]}
+        rows = self.rows + sizing.delay_rows(db, "results/db/results.json")
+        self.assertEqual([r.route for r in rows[-1:]], ["db"])
+        # 2,000 connections, a 10 ms query on 16 database connections: 1,600 a second at most,
+        # the efficiency a committed /db/sleep row reached against the same ceiling
+        s = sizing.size(rows, "libuv_callbacks", 2000, 10, 1, db_pool=16)
+        self.assertEqual((s.ceilings["database"], s.binds), (1600, "database"))
+        self.assertEqual(s.efficiency_row.route, "db")
+        self.assertAlmostEqual(s.expected[0], 1600 * 0.96)
+        self.assertEqual(s.row.route, "delay")  # the CPU ceiling: the nearest /delay row
+        self.assertEqual(sizing.size(rows, "libuv_callbacks", 2000, 10, 2, db_pool=16)
+                         .ceilings["database"], 3200)  # a pool per loop, a loop per core
+        # the blocking model's workers share one pool of 16, whatever the cores
+        s = sizing.size(self.rows, "blocking", 2000, 10, 2, db_pool=16)
+        self.assertEqual((s.ceilings["database"], s.binds), (1600, "database"))
+        self.assertTrue(any("a guide, not a measurement" in n for n in s.notes))  # no db row
+        self.assertIsNone(sizing.size(self.rows, "blocking", 2000, 10, 1).ceilings["database"])
+
+
 class Tool(unittest.TestCase):
     def test_prints_a_row_per_model_and_its_source(self):
         with tempfile.TemporaryDirectory() as results:
@@ -121,6 +143,19 @@ class Tool(unittest.TestCase):
         self.assertIn("| libuv_callbacks | 160,000 | - | 70,000 | cpu | 63,000-70,000 |", text)
         self.assertIn("1.80-2.00 |", text)  # headroom against --rate
         self.assertIn("libuv_callbacks /delay/100 x 16,000", text)
+
+    def test_with_a_database_pool_a_column_and_its_ceiling(self):
+        with tempfile.TemporaryDirectory() as results:
+            os.makedirs(os.path.join(results, "delay-sweep"))
+            with open(os.path.join(results, "delay-sweep", "results.json"), "w") as f:
+                json.dump(DOC, f)
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                size_tool.main(["2000", "10", "--db-pool", "16", "--results", results])
+        text = out.getvalue()
+        self.assertIn("each wait a query on 16 database connections", text)
+        self.assertIn("| model | connections / D | threads / D | database / D | cpu |", text)
+        self.assertIn("| blocking | 200,000 | 6,400 | 1,600 | 60,000 | database |", text)
 
     def test_a_peer_without_a_profiles_waiting_cost_takes_the_waiting_cost_files(self):
         with tempfile.TemporaryDirectory() as results:

@@ -2,13 +2,16 @@
 
     harness/size 10000 100           # 10,000 connections, a 100 ms backend call, one core
     harness/size 500 20 4 --rate 8000
+    harness/size 2000 10 --db-pool 16   # each wait a 10 ms query on 16 database connections
 
 For each model with a committed /delay row (results/delay-sweep and results/arena; the bytes per
 waiting request of a peer neither measured, from results/waiting-cost), prints the
 three ceilings for the service -- connections / D, threads / D (the blocking model's workers), and
 C times the model's CPU ceiling at its committed row nearest N connections -- which one binds, the rps to expect (that ceiling times the efficiency the row
 reached, its 95% interval), the memory its waiting requests hold, and the row every figure comes
-from. With --rate R (the rps the service must answer) it adds the headroom: expected / R.
+from. With --rate R (the rps the service must answer) it adds the headroom: expected / R. With
+--db-pool P the wait is a query on P database connections: P / D is a fourth ceiling (P per event
+loop in an async model, P in all in the blocking model), priced by results/db's rows.
 Nothing is measured here; harness/cmharness/sizing.py says how each figure is worked out.
 
     harness/size --examples results/sizing.md
@@ -41,6 +44,8 @@ def parse_args(argv=None):
     ap.add_argument("cores", type=int, nargs="?", default=1, help="C: cores for the server (default 1)")
     ap.add_argument("--rate", type=float, help="the rps the service must answer: prints the headroom")
     ap.add_argument("--workers", type=int, default=64, help="the blocking model's --threads (default 64)")
+    ap.add_argument("--db-pool", type=int, metavar="P",
+                    help="each wait is a query on P database connections (cm-server --db-pool)")
     ap.add_argument("--results", default=os.path.join(ROOT, "results"), help="the results folder")
     ap.add_argument("--examples", metavar="FILE.md", help="write docs/choosing.md's worked services to FILE.md")
     args = ap.parse_args(argv)
@@ -52,6 +57,8 @@ def parse_args(argv=None):
         ap.error("N and C must be at least 1, D at least 0, --workers at least 1")
     if args.rate is not None and args.rate <= 0:
         ap.error("--rate must be above 0")
+    if args.db_pool is not None and args.db_pool < 1:
+        ap.error("--db-pool must be at least 1")
     return args
 
 
@@ -69,21 +76,25 @@ def report(args):
     n, d, c = args.connections, args.delay_ms, args.cores
     print(f"size: {n:,} connections, each request waiting {d:g} ms, {c} core(s) for the server"
           + (f", {args.rate:,.0f} rps to answer" if args.rate else "")
-          + (f", {args.workers} blocking workers" if args.workers != 64 else ""))
+          + (f", {args.workers} blocking workers" if args.workers != 64 else "")
+          + (f", each wait a query on {args.db_pool} database connections" if args.db_pool else ""))
     print("")
-    print("| model | connections / D | threads / D | cpu | binds | expect rps | memory MiB |"
-          + (" headroom |" if args.rate else ""))
-    print("| --- | --: | --: | --: | --- | --: | --: |" + (" --: |" if args.rate else ""))
+    db = args.db_pool is not None
+    print("| model | connections / D | threads / D |" + (" database / D |" if db else "")
+          + " cpu | binds | expect rps | memory MiB |" + (" headroom |" if args.rate else ""))
+    print("| --- | --: | --: |" + (" --: |" if db else "") + " --: | --- | --: | --: |"
+          + (" --: |" if args.rate else ""))
     sized = []
     for server in ORDER:
-        s = sizing.size(rows, server, n, d, c, workers=args.workers)
+        s = sizing.size(rows, server, n, d, c, workers=args.workers, db_pool=args.db_pool)
         if s is None:
             continue
         sized.append(s)
         expect = f"{rps(s.expected[0])}-{rps(s.expected[1])}" if s.expected else "-"
         memory = "-" if s.memory_mib is None else f"{s.memory_mib:,.1f}"
         line = (f"| {server} | {rps(s.ceilings['connections'])} | {rps(s.ceilings['threads'])} | "
-                f"{rps(s.ceilings['cpu'])} | {s.binds} | {expect} | {memory} |")
+                + (f"{rps(s.ceilings['database'])} | " if db else "")
+                + f"{rps(s.ceilings['cpu'])} | {s.binds} | {expect} | {memory} |")
         if args.rate:
             line += (f" {s.expected[0] / args.rate:.2f}-{s.expected[1] / args.rate:.2f} |"
                      if s.expected else " - |")
