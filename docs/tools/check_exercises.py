@@ -25,7 +25,10 @@ stalls, a bug switch that no longer breaks anything). For every exercise page th
    match the last run's output (stdout and stderr), `expect NAME: REGEX` what server NAME has
    printed so far, and the regex's named groups become numbers; `value: A OP B` compares them (A and B: a name, a
    number, or `number * name`; OP one of < <= > >= ==); `needs-model: NAME` skips the block (not
-   fails) when cm-server was built without that model. `build/bin/` is the --bin-dir.
+   fails) when cm-server was built without that model; `database NAME: [ROWS]` starts a
+   throwaway PostgreSQL (harness/cmharness/database.py, ROWS rows in World, 10,000 by default),
+   `{NAME}` in later lines its conninfo, quoted for a shell, `{NAME.pid}` its postmaster's pid
+   (the block is skipped where PostgreSQL is not installed). `build/bin/` is the --bin-dir.
    Every process a block starts is stopped when the block ends, pass or fail: servers by pid
    (SIGTERM, then SIGKILL), commands with their whole process group;
 3. checks that the index (docs/exercises/README.md) lists every exercise page as a numbered link,
@@ -73,6 +76,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
                                 "harness"))
 import doclib  # noqa: E402
 import sheets  # noqa: E402
+from cmharness import database  # noqa: E402
 from cmharness.servers import Server  # noqa: E402
 
 EXERCISES = os.path.join("docs", "exercises")
@@ -114,8 +118,10 @@ def parse_checks(page: str, text: str, block: re.Pattern = CHECK_BLOCK) -> tuple
             words = key.split()
             if not sep or not words:
                 problems.append(f"{page}:{n}: `{raw}`: not `key: value`")
-            elif words[0] in ("server", "expect") and len(words) == 2:
+            elif words[0] in ("server", "expect", "database") and len(words) == 2:
                 check.steps.append((words[0], words[1], rest))
+                if words[0] == "database" and rest and not rest.isdigit():
+                    problems.append(f"{page}:{n}: database {words[1]}: the rows of World, or nothing, not `{rest}`")
                 if words[0] == "expect":
                     try:
                         re.compile(rest)
@@ -135,7 +141,8 @@ def parse_checks(page: str, text: str, block: re.Pattern = CHECK_BLOCK) -> tuple
             elif key == "needs-model":
                 check.needs += rest.split()
             else:
-                problems.append(f"{page}:{n}: unknown key `{key}` (server NAME, run, expect, value, timeout, needs-model)")
+                problems.append(f"{page}:{n}: unknown key `{key}` (server NAME, database NAME, run, expect, value, "
+                                "timeout, needs-model)")
         if not any(kind == "expect" for kind, _, _ in check.steps):
             problems.append(f"{page}:{line}: a check block without `expect:` checks nothing")
         checks.append(check)
@@ -211,12 +218,15 @@ class Runner:
         missing = [m for m in check.needs if m not in self.models()]
         if missing:
             return "skip", f"cm-server was built without {', '.join(missing)}"
+        if any(kind == "database" for kind, _, _ in check.steps) and not database.bin_dir():
+            return "skip", "PostgreSQL is not installed (scripts/install-deps installs it)"
         ports: dict[str, str] = {}
         values = check.values
         values.clear()
         check.quotes.clear()
         transcript: list[str] = []
         servers: list[tuple[str, subprocess.Popen, str]] = []
+        clusters: list[database.Cluster] = []
         output = ""
 
         pids: dict[str, str] = {}
@@ -230,7 +240,15 @@ class Runner:
 
             try:
                 for kind, name, text in check.steps:
-                    if kind == "server":
+                    if kind == "database":
+                        if text and not text.isdigit():
+                            raise RuntimeError(f"database {name}: the rows of World, or nothing, not `{text}`")
+                        cluster = database.Cluster(rows=int(text or database.WORLD_ROWS))
+                        clusters.append(cluster)
+                        cluster.start()
+                        ports[name], pids[name] = shlex.quote(cluster.conninfo), str(cluster.running())
+                        transcript.append(f"$ harness/db-cluster start    # {name}: {cluster.conninfo}")
+                    elif kind == "server":
                         server = self.start_server(fill(text), work, name)
                         port = str(server.port)
                         ports[name], pids[name] = port, str(server.pid)
@@ -275,6 +293,8 @@ class Runner:
             finally:
                 for _, proc, _ in servers:
                     self.stop_server(proc)
+                for cluster in clusters:
+                    cluster.stop()
         return "ok", "\n".join(transcript)
 
     @staticmethod

@@ -10,6 +10,7 @@ a reader gets. No real server is started. Run: /usr/bin/python3 docs/tools/test_
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import subprocess
@@ -209,6 +210,28 @@ class CheckExercisesTest(unittest.TestCase):
         self.expect_fail(GOOD_CHECK, "harness/tool --help does not know --delay",
                          commands="harness/tool --port 8080 --delay 5")
         self.expect_fail(GOOD_CHECK, "`harness/gone` does not exist", commands="harness/gone --port 8080")
+
+    @unittest.skipUnless(glob.glob("/usr/lib/postgresql/*/bin/psql"), "PostgreSQL is not installed")
+    def test_a_block_with_a_database_gets_its_conninfo_and_leaves_nothing_running(self) -> None:
+        psql = sorted(glob.glob("/usr/lib/postgresql/*/bin/psql"))[-1]
+        saved = os.path.join(self.tree.root, "conninfo")
+        check = GOOD_CHECK.replace("<!-- check: the tool answers\n", f"""<!-- check: the tool answers
+database db: 20
+run: echo {{db}} > {saved}; {psql} {{db}} -XAtc 'SELECT count(*) FROM world'
+expect: ^(?P<rows>\\d+)$
+value: rows == 20
+""")
+        self.tree.write("docs/exercises/01-first.md", page(check))
+        code, out = self.tree.check()
+        self.assertEqual(code, 0, out)
+        with open(saved) as f:
+            host = f.read().split()[0].partition("=")[2]  # host=/tmp/cm-pg-XXXX/socket
+        self.assertTrue(host.endswith("/socket"), host)
+        self.assertFalse(os.path.exists(os.path.dirname(host)), "the checker left its database")
+
+    def test_a_database_line_takes_a_row_count_or_nothing(self) -> None:
+        self.expect_fail(GOOD_CHECK.replace("run:", "database db: many\nrun:", 1),
+                         "database db: the rows of World, or nothing, not `many`")
 
     def test_a_page_without_a_check_fails(self) -> None:
         self.expect_fail("No check here.", "nothing keeps this exercise alive")
