@@ -129,30 +129,28 @@ class Size(unittest.TestCase):
         self.assertIsNone(sizing.size(self.rows, "blocking", 2000, 10, 1).ceilings["database"])
 
 
+def size_with_doc(argv):
+    """What harness/size prints for argv over a results folder holding DOC as delay-sweep's."""
+    with tempfile.TemporaryDirectory() as results:
+        os.makedirs(os.path.join(results, "delay-sweep"))
+        with open(os.path.join(results, "delay-sweep", "results.json"), "w") as f:
+            json.dump(DOC, f)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            size_tool.main(argv + ["--results", results])
+    return out.getvalue()
+
+
 class Tool(unittest.TestCase):
     def test_prints_a_row_per_model_and_its_source(self):
-        with tempfile.TemporaryDirectory() as results:
-            os.makedirs(os.path.join(results, "delay-sweep"))
-            with open(os.path.join(results, "delay-sweep", "results.json"), "w") as f:
-                json.dump(DOC, f)
-            out = io.StringIO()
-            with contextlib.redirect_stdout(out):
-                size_tool.main(["16000", "100", "--rate", "35000", "--results", results])
-        text = out.getvalue()
+        text = size_with_doc(["16000", "100", "--rate", "35000"])
         self.assertIn("| blocking | 160,000 | 640 | 60,000 | threads | 595-640 |", text)
         self.assertIn("| libuv_callbacks | 160,000 | - | 70,000 | cpu | 63,000-70,000 |", text)
         self.assertIn("1.80-2.00 |", text)  # headroom against --rate
         self.assertIn("libuv_callbacks /delay/100 x 16,000", text)
 
     def test_with_a_database_pool_a_column_and_its_ceiling(self):
-        with tempfile.TemporaryDirectory() as results:
-            os.makedirs(os.path.join(results, "delay-sweep"))
-            with open(os.path.join(results, "delay-sweep", "results.json"), "w") as f:
-                json.dump(DOC, f)
-            out = io.StringIO()
-            with contextlib.redirect_stdout(out):
-                size_tool.main(["2000", "10", "--db-pool", "16", "--results", results])
-        text = out.getvalue()
+        text = size_with_doc(["2000", "10", "--db-pool", "16"])
         self.assertIn("each wait a query on 16 database connections", text)
         self.assertIn("| model | connections / D | threads / D | database / D | cpu |", text)
         self.assertIn("| blocking | 200,000 | 6,400 | 1,600 | 60,000 | database |", text)
