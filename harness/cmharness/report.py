@@ -71,6 +71,10 @@ def bound_kind(r):
                                   r.get("mean_delay_ms"), _median(r, "thread_ceiling")) or ""
 
 
+#: What a ceiling of `count / delay` counts, as a tie names it ("64 threads = database connections").
+COUNTED = {"connections": "connections", "threads": "threads", "database": "database connections"}
+
+
 def ceiling_text(t, r):
     """The ceiling that binds, its value and its kind: "640 = 64 threads / 0.1 s"."""
     value = _median(r, "lowest_ceiling")
@@ -83,9 +87,10 @@ def ceiling_text(t, r):
     if kind == "connections":
         conns = round(_median(r, "connection_ceiling") * delay_s)
         return f"{value:,.0f} = {conns:,} connections / {delay_s:g} s"
-    if kind == "connections = threads":
-        n = round(_median(r, "thread_ceiling") * delay_s)
-        return f"{value:,.0f} = {n:,} connections = threads / {delay_s:g} s"
+    tied = kind.split(" = ")
+    if len(tied) > 1 and " or " not in kind and "cpu" not in tied:  # a tie of counts / delay
+        n = round(value * delay_s)
+        return f"{value:,.0f} = {n:,} {' = '.join(COUNTED.get(k, k) for k in tied)} / {delay_s:g} s"
     if kind == "database":
         n = round(_median(r, "database_ceiling") * delay_s)
         return f"{value:,.0f} = {n:,} database connection{'s' if n != 1 else ''} / {delay_s:g} s"
@@ -93,6 +98,8 @@ def ceiling_text(t, r):
         if r["path"].startswith("/cpu/"):
             return f"{value:,.0f} = the CPU / {r['path'][len('/cpu/'):]} µs"
         return f"{value:,.0f} = its CPU"
+    if " or " not in kind:  # a kind no case above names (a tie with the CPU): its value alone
+        return f"{value:,.0f} = {kind}"
     parts = []
     for part in kind.split(" or "):
         one = dict(r, bound=part, summary=dict(r["summary"], lowest_ceiling=r["summary"].get(

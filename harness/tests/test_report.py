@@ -83,6 +83,19 @@ class LessonTable(unittest.TestCase):
         self.assertIn("| 19,885 [19,800 19,950] | 20,000 = 2,000 connections / 0.1 s |",
                       self.line("asio_coro"))
 
+    def test_a_tie_of_counts_over_the_delay_names_every_count(self):
+        def row(bound, lowest, delay_ms=10, path="/db/sleep/{ms}"):
+            return {"bound": bound, "mean_delay_ms": delay_ms, "path": path,
+                    "connections_requested": 64,
+                    "summary": {"lowest_ceiling": {"median": lowest},
+                                "thread_ceiling": {"median": lowest}}}
+        self.assertEqual(report.ceiling_text({}, row("threads = database", 6400)),
+                         "6,400 = 64 threads = database connections / 0.01 s")
+        self.assertEqual(report.ceiling_text({}, row("connections = threads", 6400)),
+                         "6,400 = 64 connections = threads / 0.01 s")
+        self.assertEqual(report.ceiling_text({}, row("cpu = database", 6400)),
+                         "6,400 = cpu = database")
+
     def test_bytes_per_waiting_request_with_the_blocking_models_stack_beside_them(self):
         self.assertIn("30.3 KiB (+8.0 MiB of stack reserved)", self.line("blocking"))
         self.assertIn("| 2.1 KiB |", self.line("asio_coro"))
