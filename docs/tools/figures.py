@@ -13,7 +13,10 @@ a reader of the rendered page does not see:
     fig PROFILE percent A B ROW CONNECTIONS               the same as a percentage, as "94%"
     fig latency SERVER ROW CONNECTIONS p99@90              one share of a latency curve (SHARE_FIELDS)
 
-CONNECTIONS is the row's connections asked, or "-" when the server has one row of that id. The
+A VARIANT with spaces is written as its slug (`asio_coro/pool-16` for "pool 16": each run of
+characters other than letters and digits a "-"). ROW is a row's id, or ID:DELAY where one id was measured at several delays (`db-sleep:10`: the
+row of /db/sleep/{ms} at 10 ms). CONNECTIONS is the row's connections asked, or "-" when the
+server has one row of that id. The
 figure is the text right before the comment (digits, letters, ',', '.', '%', '-', '/'). FIELD is one
 of FIELDS below. A page that quotes a profile must also link to it (to results/PROFILE/, relative to
 the page).
@@ -138,6 +141,12 @@ def share_field(row: dict, field: str) -> str:
     raise LookupError(f"no {key} at {share}% in this row")
 
 
+def slug(variant: str) -> str:
+    """A variant's name as one word of a figure's comment: "offload pool, pool 16" is
+    "offload-pool-pool-16"."""
+    return re.sub(r"[^0-9A-Za-z]+", "-", variant).strip("-")
+
+
 FIGURE = re.compile(r"([0-9A-Za-z.,%/\-]*)<!--fig ([^>]*?)-->")
 
 
@@ -159,12 +168,14 @@ class Results:
 
     def row(self, profile: str, server: str, row_id: str, connections: str) -> dict:
         name, _, variant = server.partition("/")
+        row_id, _, delay = row_id.partition(":")
         found = []
         for target in self.profile(profile)["targets"]:
-            if target["server"] != name or (variant and target.get("variant") != variant):
+            if target["server"] != name or (variant and variant not in (
+                    target.get("variant"), slug(target.get("variant") or ""))):
                 continue
             for row in target["rows"]:
-                if row["id"] != row_id:
+                if row["id"] != row_id or (delay and row.get("delay") != delay):
                     continue
                 if connections == "-" or str(row["connections_requested"]) == connections:
                     found.append(dict(row, _waiting_cost=target.get("waiting_cost")))

@@ -23,9 +23,11 @@ def stat(median: float, low: float | None = None, high: float | None = None) -> 
     return {"median": median, "min": low, "max": high, "rounds": 3, "spread": (high - low) / median}
 
 
-def row(row_id: str, connections: int, rps: float, efficiency: float | None, bound: str) -> dict:
+def row(row_id: str, connections: int, rps: float, efficiency: float | None, bound: str,
+        delay: str | None = None) -> dict:
     return {
         "id": row_id,
+        "delay": delay,
         "connections_requested": connections,
         "bound": bound,
         "rounds_measured": 3,
@@ -49,6 +51,9 @@ RESULTS = {
         {"server": "libuv_callbacks", "variant": "standard",
          "rows": [row("delay", 2000, 19758.0, 0.988, "connections"),
                   row("delay", 4000, 39198.0, 0.98, "connections")]},
+        {"server": "asio_coro", "variant": "pool 16",
+         "rows": [row("db-sleep", 2000, 1480.0, 0.925, "database", delay="10"),
+                  row("db-sleep", 2000, 5000.0, 0.3125, "cpu", delay="1")]},
     ],
 }
 
@@ -117,6 +122,16 @@ class FiguresTest(unittest.TestCase):
         done = self.run_tool()
         self.assertEqual(done.returncode, 1)
         self.assertIn("2 rows for libuv_callbacks delay -", done.stderr)
+
+    def test_one_id_at_several_delays_is_named_by_its_delay(self):
+        self.page(GOOD + "[db](../results/quick/) 1,480<!--fig quick asio_coro/pool-16 db-sleep:10 2000 rps-->"
+                  " and 5,000<!--fig quick asio_coro db-sleep:1 - rps-->\n")
+        done = self.run_tool()
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.page(GOOD + "1,480<!--fig quick asio_coro db-sleep 2000 rps-->\n")
+        done = self.run_tool()
+        self.assertEqual(done.returncode, 1)
+        self.assertIn("2 rows for asio_coro db-sleep 2000", done.stderr)
 
     def test_an_unknown_field_fails(self):
         self.page(GOOD.replace("2000 overshoot", "2000 speed"))
