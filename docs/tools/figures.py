@@ -86,6 +86,10 @@ FIELDS = {
     "ceiling": _stat("cpu_ceiling"),
     "connection_ceiling": _stat("connection_ceiling"),
     "thread_ceiling": _stat("thread_ceiling"),
+    "database_ceiling": _stat("database_ceiling"),
+    # a /db/ row (results/db): the database's own time and CPU per query it completed
+    "db_query_ms": _stat("db_query_ms", "{:.2f}"),
+    "db_cpu": _stat("db_cpu_us_per_query"),
     "overshoot": _stat("overshoot_p99_ms", "{:.2f}"),
     "p50": _stat("latency_p50_ms", "{:.2f}"),
     "p99": _stat("latency_p99_ms", "{:.2f}"),

@@ -18,6 +18,7 @@ a test knows them. pg_stat_statements is loaded, so a run can count the queries 
 """
 
 import atexit
+import dataclasses
 import glob
 import os
 import shutil
@@ -193,8 +194,16 @@ class Cluster:
     def queries_run(self):
         """How many queries of the /db routes the database has completed since reset_counts():
         pg_stat_statements' calls of the two statements (common/src/database.cpp's SQL)."""
-        return int(self.sql("SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE "
-                            f"query LIKE '{SLEEP_SQL_START}%' OR query LIKE '{ROW_SQL_START}%'"))
+        return self.query_counts()[0]
+
+    def query_counts(self):
+        """(calls, ms): the queries of the /db routes completed since reset_counts() and the
+        milliseconds the database spent executing them (pg_stat_statements' total_exec_time:
+        from the query's arrival at the executor to its result, pg_sleep's own wait included)."""
+        calls, ms = self.sql("SELECT coalesce(sum(calls), 0), coalesce(sum(total_exec_time), 0) "
+                             f"FROM pg_stat_statements WHERE query LIKE '{SLEEP_SQL_START}%' "
+                             f"OR query LIKE '{ROW_SQL_START}%'").split("|")
+        return int(calls), float(ms)
 
     def wait_idle(self, limit_s=10.0):
         """Waits until no server connection runs a query (pg_stat_activity), limit_s at most:
@@ -248,10 +257,20 @@ class Tally:
         self.cpu_start = cluster.cpu_by_process()
 
     def finish(self, idle_limit_s=10.0):
-        """(queries, cpu_s, idle): the CPU first, then waits for the queries still running
-        (idle_limit_s at most; idle says whether none was left), so each is counted once it
-        completes."""
+        """A Count: the CPU first, then waits for the queries still running (idle_limit_s at
+        most; idle says whether none was left), so each is counted once it completes."""
         end = self.cluster.cpu_by_process()
         cpu_s = sum(max(0.0, t - self.cpu_start.get(pid, 0.0)) for pid, t in end.items())
         idle = self.cluster.wait_idle(idle_limit_s)
-        return self.cluster.queries_run(), cpu_s, idle
+        queries, exec_ms = self.cluster.query_counts()
+        return Count(queries, cpu_s, exec_ms, idle)
+
+
+@dataclasses.dataclass(frozen=True)
+class Count:
+    """What a Tally found: the /db queries completed, the database's CPU seconds meanwhile, the
+    milliseconds it spent executing those queries, and whether none was still running."""
+    queries: int
+    cpu_s: float
+    exec_ms: float
+    idle: bool

@@ -113,9 +113,11 @@ class Measurement:
     settle_s: float = 0.0  # how long the server took to answer promptly before the window
     notes: list = dataclasses.field(default_factory=list)  # (kind, text)
     # A /db/ row: the queries the database completed over the run (cm-load drained: each request
-    # sent was answered or an error) and the CPU seconds the database spent meanwhile.
+    # sent was answered or an error), the CPU seconds the database spent meanwhile, and the
+    # milliseconds it spent executing those queries.
     db_queries: "int | None" = None
     db_cpu_s: "float | None" = None
+    db_exec_ms: "float | None" = None  # the database's time executing them (pg_stat_statements)
 
     @property
     def ok(self):
@@ -337,8 +339,9 @@ class Runner:
             tally = s.db.tally() if db_row else None
             self._run_window(m, server, launch)
             if tally is not None:
-                m.db_queries, m.db_cpu_s, idle = tally.finish()
-                if not idle:
+                count = tally.finish()
+                m.db_queries, m.db_cpu_s, m.db_exec_ms = count.queries, count.cpu_s, count.exec_ms
+                if not count.idle:
                     m.notes.append(("db-busy", "the database still ran queries 10 s after "
                                     "cm-load ended: those were not counted"))
         except (RuntimeError, OSError, ValueError, KeyError) as e:

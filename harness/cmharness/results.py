@@ -35,7 +35,7 @@ def measurement_json(m):
            "efficiency": m.efficiency, "bound": m.ceilings.bound() if m.ok else "",
            "ceilings": {"connection": m.ceilings.connection, "thread": m.ceilings.thread,
                         "cpu": m.ceilings.cpu, "database": m.ceilings.database},
-           "db_queries": m.db_queries, "db_cpu_s": m.db_cpu_s,
+           "db_queries": m.db_queries, "db_cpu_s": m.db_cpu_s, "db_exec_ms": m.db_exec_ms,
            "cpu_ceiling_rps": m.cpu_ceiling_rps, "ceiling_windows": m.ceiling_windows,
            "defect": m.defect, "stagger_ms": m.stagger_ms, "phase_s": m.phase_s,
            "settle_s": m.settle_s,
@@ -56,6 +56,12 @@ def _per_request_ms(m):
 def _db_cpu_per_query_us(m):
     """The database's CPU per query it completed, µs (a /db/ row)."""
     return m.db_cpu_s * 1e6 / m.db_queries if m.db_queries and m.db_cpu_s is not None else None
+
+
+def _db_query_ms(m):
+    """The database's own time per query it completed, ms: from the query's arrival at its
+    executor to the result (pg_sleep's wait included; the round trip to the server not)."""
+    return m.db_exec_ms / m.db_queries if m.db_queries and m.db_exec_ms is not None else None
 
 
 def _rss_per_connection(m):
@@ -84,6 +90,7 @@ FIGURES = {  # summary key -> what it is of one measurement
     "peak_rss_mib": lambda m: m.peak_rss_kib / 1024,
     "rss_per_connection_kib": _rss_per_connection,
     "db_cpu_us_per_query": _db_cpu_per_query_us,
+    "db_query_ms": _db_query_ms,
 }
 
 

@@ -216,6 +216,13 @@ class DatabaseProfile(unittest.TestCase):
                     self.assertGreater(m["db_cpu_s"], 0)
                 self.assertEqual(r["summary"]["db_count_mismatches"], 0)
 
+    def test_the_database_says_how_long_each_query_held_its_connection(self):
+        for label, r in self.rows("sleep").items():  # pg_sleep(0.02): 20 ms, and a little more
+            self.assertGreaterEqual(r["summary"]["db_query_ms"]["median"], 20.0, label)
+            self.assertLess(r["summary"]["db_query_ms"]["median"], 25.0, label)
+        for label, r in self.rows("row").items():  # one row by its key: well under a millisecond
+            self.assertLess(r["summary"]["db_query_ms"]["median"], 1.0, label)
+
     def test_the_pool_or_the_loop_binds_a_query_of_20_ms(self):
         sleep = self.rows("sleep")
         for label in ("blocking (pool 4)", "asio_coro (pool 4)"):  # 4 / 20 ms, not 16 / 20 ms
