@@ -95,7 +95,8 @@ class Measurement:
     window_s: float = 0.0
     server_cpu_s: float = 0.0
     server_busy: float = 0.0
-    load_busy: float = 0.0
+    load_busy: float = 0.0  # cm-load's own work, over the load CPUs' time in the window
+    load_cpus_busy: float = 0.0  # the load CPUs busy in the window, by whatever ran there
     rss_before_kib: int = 0
     peak_rss_kib: int = 0
     steal: "float | None" = None
@@ -371,12 +372,14 @@ class Runner:
         return launch
 
     def _run_window(self, m, server, launch):
-        samples, last = [], [0.0]
+        samples, load_samples, last = [], [], [0.0]
+        load_cpus = self.settings.load_cpus
 
         def sample(now):
             if now - last[0] >= 0.05:
                 last[0] = now
                 samples.append((now, server.cpu_seconds()))
+                load_samples.append((now, proc.cpus_busy_seconds(load_cpus)))
 
         ticks = proc.machine_ticks()
         cpu0 = server.cpu_seconds()
@@ -390,6 +393,8 @@ class Runner:
         m.server_cpu_s = cpu_between(samples, *run.window)
         m.server_busy = m.server_cpu_s / (m.window_s * max(1, len(self.settings.server_cpus)))
         m.load_busy = m.result.client_work_s / (m.window_s * max(1, len(self.settings.load_cpus)))
+        m.load_cpus_busy = cpu_between(load_samples, *run.window) / (
+            m.window_s * max(1, len(load_cpus)))
         m.steal, m.others = proc.machine_share(ticks, proc.machine_ticks(),
                                                server.cpu_seconds() - cpu0, _children_cpu() - kids0)
         m.load_average = proc.load_average()[0]

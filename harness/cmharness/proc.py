@@ -126,6 +126,22 @@ def machine_ticks(text=None):
     raise ValueError("/proc/stat has no cpu line")
 
 
+def cpus_busy_seconds(cpus, text=None):
+    """The seconds the given CPUs have been busy since boot, summed, by whatever ran on them:
+    every tick of their /proc/stat "cpuN" lines but idle, iowait and steal."""
+    text = text if text is not None else _read("/proc/stat")
+    wanted, busy = {f"cpu{c}" for c in cpus}, 0
+    for line in text.splitlines():
+        f = line.split()
+        if f and f[0] in wanted:
+            v = [int(x) for x in f[1:9]]
+            busy += sum(v) - v[3] - v[4] - v[7]
+            wanted.discard(f[0])
+    if wanted:
+        raise ValueError(f"/proc/stat has no line for {', '.join(sorted(wanted))}")
+    return busy / HZ
+
+
 def machine_share(before, after, server_cpu_s, load_cpu_s):
     """What the rest of the machine did between two machine_ticks() readings, as shares of all
     the CPUs' time: (steal, others); others = CPU used by neither the server nor the load."""

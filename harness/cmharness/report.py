@@ -671,12 +671,13 @@ HOLDS = {
 
 def database_table(doc):
     """Per /db/ row and server: the queries the database completed against the answers cm-load
-    read over the rounds, the rounds where they differ, the database's CPU per query beside the
-    server's CPU per answer, and the p99 latency ("" without a /db/ row)."""
+    read over the rounds, the rounds where they differ, the database's own time and CPU per
+    query beside the server's CPU per answer, how busy the CPUs it shares with cm-load were, and
+    the p99 latency ("" without a /db/ row)."""
     lines = ["| row | server | queries the database completed | correct answers | rounds where "
              "they differ | the database's time per query, ms | database CPU per query, µs | "
-             "server CPU per answer, µs | p99, ms |",
-             "|---|---|--:|--:|--:|--:|--:|--:|--:|"]
+             "server CPU per answer, µs | load CPUs busy | p99, ms |",
+             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for t in doc["targets"]:
         for r in t["rows"]:
             s = r["summary"] or {}
@@ -684,11 +685,13 @@ def database_table(doc):
                 continue
             db_cpu, server = _median(r, "db_cpu_us_per_query"), _median(r, "server_cpu_ms_per_1k")
             p99, db_ms = _median(r, "latency_p99_ms"), _median(r, "db_query_ms")
+            busy = _median(r, "load_cpus_busy")
             lines.append(
                 f"| {row_title(r)} | {t['label']} | {s['db_queries']:,} | {s['db_answers']:,} | "
                 f"{s['db_count_mismatches']} | {'-' if db_ms is None else f'{db_ms:.2f}'} | "
                 f"{'-' if db_cpu is None else f'{db_cpu:,.0f}'} | "
                 f"{'-' if server is None else f'{server:,.0f}'} | "
+                f"{'-' if busy is None else f'{busy:.0%}'} | "
                 f"{'-' if p99 is None else f'{p99:,.1f}'} |")
     return "\n".join(lines) if len(lines) > 2 else ""
 
@@ -708,8 +711,14 @@ def database_section(doc):
             "(`total_exec_time` over `calls`: from the query's arrival at its executor to the "
             "result, without the round trip to the server): the `D` a pool of `P` connections "
             "really divides. The database's CPU (its processes, pinned beside cm-load) is over "
-            "the whole run, per query it completed; the server's, per answer in the window.",
-            "", table, ""]
+            "the whole run, per query it completed; the server's, per answer in the window. "
+            "The database runs on the CPUs cm-load runs on (the server has the others to "
+            "itself): **load CPUs busy** is how busy those CPUs were in the window, by cm-load, "
+            "the database and anything else (`/proc/stat`), the median of the rounds. Near "
+            "100% the row is bound by "
+            "that CPU -- a ceiling of the machine the run shares out, not of the server, and not "
+            "priced: its efficiency against the pool says how far the pool was from binding, not "
+            "what the server lacks.", "", table, ""]
 
 
 def headline(doc, chart):

@@ -41,6 +41,7 @@ def measurement_json(m):
            "settle_s": m.settle_s,
            "fresh_server": m.fresh_server, "server_cpu_s": m.server_cpu_s,
            "server_busy": m.server_busy, "load_busy": m.load_busy,
+           "load_cpus_busy": m.load_cpus_busy,
            "rss_before_kib": m.rss_before_kib, "peak_rss_kib": m.peak_rss_kib, "steal": m.steal,
            "others": m.others, "load_average_1m": m.load_average,
            "notes": [{"kind": k, "text": t} for k, t in m.notes], "load": r.kept if r else None}
@@ -87,6 +88,7 @@ FIGURES = {  # summary key -> what it is of one measurement
     "server_cpu_ms_per_1k": _per_request_ms,
     "server_busy": lambda m: m.server_busy,
     "load_busy": lambda m: m.load_busy,
+    "load_cpus_busy": lambda m: m.load_cpus_busy,
     "peak_rss_mib": lambda m: m.peak_rss_kib / 1024,
     "rss_per_connection_kib": _rss_per_connection,
     "db_cpu_us_per_query": _db_cpu_per_query_us,

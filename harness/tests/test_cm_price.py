@@ -223,6 +223,16 @@ class DatabaseProfile(unittest.TestCase):
         for label, r in self.rows("row").items():  # one row by its key: well under a millisecond
             self.assertLess(r["summary"]["db_query_ms"]["median"], 1.0, label)
 
+    def test_the_cpus_the_database_shares_with_cm_load_are_measured(self):
+        for row_id in ("sleep", "row"):  # a share of those CPUs' time, in 10 ms ticks
+            for label, r in self.rows(row_id).items():
+                for m in r["rounds"]:
+                    self.assertGreaterEqual(m["load_cpus_busy"], 0.0, label)
+                    self.assertLessEqual(m["load_cpus_busy"], 1.05, label)
+        for label, r in self.rows("row").items():  # cm-load and the database at full tilt
+            self.assertGreater(r["summary"]["load_cpus_busy"]["median"], 0.2, label)
+        self.assertIn("load CPUs busy", self.md)
+
     def test_the_pool_or_the_loop_binds_a_query_of_20_ms(self):
         sleep = self.rows("sleep")
         for label in ("blocking (pool 4)", "asio_coro (pool 4)"):  # 4 / 20 ms, not 16 / 20 ms
