@@ -32,6 +32,7 @@ Charts, by the profile's "chart" kind:
 
 import math
 import os
+import textwrap
 
 from . import ROOT, charts, report, servers, stats
 
@@ -371,7 +372,7 @@ def ceiling_marks(ax, r, x, top):
             off.append(f"{SHORT[kind]} {compact(c)}")
             continue
         binds = r["lowest"] is not None and abs(c - r["lowest"]) <= 1e-9 * c
-        ax.plot([x - 0.34, x + 0.34], [c, c], CEILING_STYLE[kind], zorder=3,
+        ax.plot([x - 0.34, x + 0.34], [c, c], linestyle=CEILING_STYLE[kind], zorder=3,
                 color="black" if binds else "0.55", linewidth=2.2 if binds else 1.2)
     if off:
         ax.annotate("\u2191 " + "\n".join(off), (x, top), xytext=(0, -3),
@@ -409,7 +410,8 @@ def rps_panel(ax, rs, xs, colors):
     tops = [efficiency_whisker(ax, x, r) for x, r in zip(xs, rs)]
     labelled = [max([r["lowest"] or 0] + named_ceilings(r, math.inf))
                 for r in rs if not r["cpu_ceiling_row"]]  # where each label will stand
-    scale = 1.4 * max(tops + labelled)
+    lines = max(bar_text(r).count("\n") + 1 for r in rs)  # a label of four lines needs room
+    scale = (1.4 + 0.12 * max(0, lines - 3)) * max(tops + labelled)
     for x, r, top in zip(xs, rs, tops):
         if not r["cpu_ceiling_row"]:
             ceiling_marks(ax, r, x, scale)
@@ -451,9 +453,12 @@ def positions(ax, rs, grouped):
         x += len(variants) + GAP
     xs = [start[r["server"]] + own[r["server"]].index(r["variant"]) for r in rs]
     ax.set_xticks(xs)
-    ax.set_xticklabels([r["variant"] if r["variant"] != "-" else "" for r in rs], fontsize=8)
+    # a long variant's name ("offload pool, pool 16") on lines of its own, within its bar's slot
+    names = [textwrap.fill(r["variant"], 10) if r["variant"] != "-" else "" for r in rs]
+    ax.set_xticklabels(names, fontsize=8 if all(len(r["variant"]) <= 10 for r in rs) else 7)
+    lines = max([n.count("\n") + 1 for n in names] + [1])
     for server, variants in own.items():
-        ax.text(start[server] + (len(variants) - 1) / 2, -0.13, server,
+        ax.text(start[server] + (len(variants) - 1) / 2, -0.09 - 0.04 * lines, server,
                 transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=9,
                 fontweight="bold")
     return xs
@@ -514,8 +519,11 @@ def bars(doc, out, plt, group_key, filename, title):
         ax.set_title(charts.wrapped(g, width, 9 * len(axes) if not grouped else 9), fontsize=9)
         ax.grid(True, axis="y", alpha=0.3)
     bottom = legend(fig, variants, rps_panels, any("database" in r["ceilings"] for r in rows))
-    fig.suptitle(charts.wrapped(title, width), fontsize=10)
-    fig.tight_layout(rect=(0, bottom / fig.get_size_inches()[1], 1, 1))
+    title = charts.wrapped(title, width)
+    fig.suptitle(title, fontsize=10)
+    height = fig.get_size_inches()[1]
+    top = 1 - (0.35 + 0.18 * title.count("\n")) / height  # the title's lines, in inches
+    fig.tight_layout(rect=(0, bottom / height, 1, top))
     charts.save(fig, os.path.join(out, filename))
 
 
