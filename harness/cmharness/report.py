@@ -7,6 +7,8 @@ the orderings they support -- rps compared between servers, an efficiency only a
 bound by the same kind of ceiling -- the full table, and the notes, each said once.
 """
 
+import re
+
 from . import ceilings, profiles, results, stats
 from .memory import WaitingCost
 
@@ -469,10 +471,13 @@ def paired_table(doc):
         "p99 overshoot, ratio |", "|---|---|---|--:|--:|--:|", *lines, ""])
 
 
-def what_it_shows(doc):
+def what_it_shows(doc, budget=None):
     """Sentences from the figures: per row described (each row kind's fewest and most
     connections), what the servers answered, grouped by the kind of ceiling that bound them; the
-    servers of one variant (`--offload pool`) are one group, whatever bound each."""
+    servers of one variant (`--offload pool`) are one group, whatever bound each. Past a budget
+    of words: no row of the CPU ceiling's own shape (its route and connections, in another
+    variant: it measures that ceiling), then the sentences that fit, each row kind's last row
+    (its longest delay, most connections) first, and a word that the others are in the tables."""
     rows = priced_rows(doc)
     flags = {v["name"]: " ".join(v.get("server_args", [])) for v in
              doc["meta"].get("profile_settings", {}).get("variants", [])}
@@ -480,35 +485,48 @@ def what_it_shows(doc):
     for key, pairs in rows.items():
         by_id.setdefault(pairs[0][1]["id"], []).append(key)
     keys = [k for ks in by_id.values() for k in dict.fromkeys((ks[0], ks[-1]))]
-    out = []
-    for key in keys:
-        pairs = rows[key]
-        groups = {}
-        for t, r in pairs:
-            if not rps_estimate(r):
-                continue
-            if _standard(t["variant"]):
-                groups.setdefault((bound_kind(r), _ceiling_value_if_fixed(r), t["variant"]),
-                                  []).append((t, r))
-            else:
-                groups.setdefault((None, None, t["variant"]), []).append((t, r))
-        variant_servers = {t["server"] for t, _ in pairs if not _standard(t["variant"])}
-        parts = []
-        for (_, _, variant), members in groups.items():
-            names = _names(members, variant_servers, variant, flags)
-            rps = [rps_estimate(r).estimate for _, r in members]
-            span = f"{min(rps):,.0f}" if len(rps) == 1 else f"{min(rps):,.0f} to {max(rps):,.0f}"
-            effs = [(r["summary"].get("efficiency_interval") or {}).get("estimate")
-                    for _, r in members]
-            effs = [e for e in effs if e is not None]
-            eff = "" if not effs else (f", {min(effs):.0%}" if len(effs) == 1 or
-                                       round(min(effs), 2) == round(max(effs), 2)
-                                       else f", {min(effs):.0%} to {max(effs):.0%}")
-            against = _against(members)
-            parts.append(f"{names} answered {span} rps{eff} of {against}"
-                         if eff else f"{names} answered {span} rps against {against}")
-        out.append(f"At {row_title(pairs[0][1])}: " + "; ".join(parts) + ".")
-    return " ".join(out)
+    sentences = {key: _row_sentence(rows[key], flags) for key in keys}
+    if budget is None or sum(len(x.split()) for x in sentences.values()) <= budget:
+        return " ".join(sentences.values())
+    shape = {(r["path"], r["connections_requested"]) for t in doc["targets"] for r in t["rows"]
+             if r["cpu_ceiling_row"]}
+    kept, words = set(), 0
+    for key in [k for ks in by_id.values() for k in dict.fromkeys((ks[-1], ks[0]))]:
+        row, n = rows[key][0][1], len(sentences[key].split())
+        if (row["path"], row["connections_requested"]) not in shape and words + n <= budget:
+            kept.add(key)
+            words += n
+    return " ".join([sentences[k] for k in keys if k in kept] +
+                    ["The other rows are in the tables below."])
+
+
+def _row_sentence(pairs, flags):
+    """"At /delay/100 x 2,000: ...": what the servers of one row answered, group by group."""
+    groups = {}
+    for t, r in pairs:
+        if not rps_estimate(r):
+            continue
+        if _standard(t["variant"]):
+            groups.setdefault((bound_kind(r), _ceiling_value_if_fixed(r), t["variant"]),
+                              []).append((t, r))
+        else:
+            groups.setdefault((None, None, t["variant"]), []).append((t, r))
+    variant_servers = {t["server"] for t, _ in pairs if not _standard(t["variant"])}
+    parts = []
+    for (_, _, variant), members in groups.items():
+        names = _names(members, variant_servers, variant, flags)
+        rps = [rps_estimate(r).estimate for _, r in members]
+        span = f"{min(rps):,.0f}" if len(rps) == 1 else f"{min(rps):,.0f} to {max(rps):,.0f}"
+        effs = [(r["summary"].get("efficiency_interval") or {}).get("estimate")
+                for _, r in members]
+        effs = [e for e in effs if e is not None]
+        eff = "" if not effs else (f", {min(effs):.0%}" if len(effs) == 1 or
+                                   round(min(effs), 2) == round(max(effs), 2)
+                                   else f", {min(effs):.0%} to {max(effs):.0%}")
+        against = _against(members)
+        parts.append(f"{names} answered {span} rps{eff} of {against}"
+                     if eff else f"{names} answered {span} rps against {against}")
+    return f"At {row_title(pairs[0][1])}: " + "; ".join(parts) + "."
 
 
 def _standard(variant):
@@ -535,7 +553,10 @@ def _names(members, variant_servers, variant, flags):
     mine = [t["server"] for t, _ in members]
     if _standard(variant):
         return ", ".join(t["label"] for t, _ in members)
-    how = f"`{flags[variant]}`" if flags.get(variant) else variant
+    # its flag when that is short (`--offload pool`), else its name ("pool 16": the page says
+    # which flags each name stands for)
+    short = flags.get(variant) and len(flags[variant].split()) <= 2
+    how = f"`{flags[variant]}`" if short else variant
     return f"{how}: " + ("every model" if set(mine) == variant_servers and len(mine) > 1
                          else ", ".join(mine))
 
@@ -551,7 +572,9 @@ def opening(doc):
     """The part a newcomer reads: what was run (the profile's summary), what it shows, the one
     table, how a cell is made."""
     m = doc["meta"]
-    lines = [f"# Profile `{m['profile']}`", "", profiles.summary_of(m), "", what_it_shows(doc), "",
+    summary = profiles.summary_of(m)
+    budget = OPENING_WORDS - len(re.sub(r"[#`*]", " ", summary).split()) - 12
+    lines = [f"# Profile `{m['profile']}`", "", summary, "", what_it_shows(doc, budget), "",
              lesson_table(doc), "", HOW_MADE, ""]
     ratios = ratio_table(doc)
     if ratios:
@@ -696,10 +719,56 @@ def database_table(doc):
     return "\n".join(lines) if len(lines) > 2 else ""
 
 
+def _pool_at_database_time(m, delay_ms):
+    """A /db/sleep round's pool ceiling with the database's own time per query for D instead of
+    the sleep asked: P / D_db = ceilings.database x delay / D_db (None unmeasured)."""
+    if not m.get("db_queries") or not m.get("db_exec_ms") or not m["ceilings"].get("database"):
+        return None
+    return m["ceilings"]["database"] * delay_ms / (m["db_exec_ms"] / m["db_queries"])
+
+
+def database_time_table(doc):
+    """Per /db/ row bound by its pool: the ceiling with the sleep asked, the database's own time
+    per query, the ceiling with that time, and the rps over it within each round ("" if none)."""
+    lines = ["| row | server | pool / the sleep asked | the database's time per query, ms | "
+             "pool / that time | rps | rps ÷ pool / that time |", "|---|---|--:|--:|--:|--:|--:|"]
+    for t in doc["targets"]:
+        for r in t["rows"]:
+            if "database" not in (r.get("bound") or "") or not r.get("mean_delay_ms"):
+                continue
+            rounds = [m for m in _counted(r) if not m.get("defect")]
+            at_db = [_pool_at_database_time(m, r["mean_delay_ms"]) for m in rounds]
+            ratios = stats.paired_ratios([m["rps"] for m in rounds], at_db)
+            # The database's time is over the whole run (warm-up, window, drain), the rps the
+            # window's: a round above that ceiling is a defect of the pairing, shown, not counted.
+            limit = 1.0 + stats.ABOVE_TOLERANCE
+            above = sum(1 for x in ratios if x > limit)
+            ratio = stats.estimate([x for x in ratios if x <= limit])
+            ceiling, db_ms = _median(r, "database_ceiling"), _median(r, "db_query_ms")
+            if ratio is None or ceiling is None or db_ms is None:
+                continue
+            defects = f" ({above} above it: a defect, not counted)" if above else ""
+            lines.append(f"| {row_title(r)} | {t['label']} | {ceiling:,.0f} | {db_ms:.2f} | "
+                         f"{stats.median([c for c in at_db if c]):,.0f} | "
+                         f"{rps_estimate(r).format('{:,.0f}')} | "
+                         f"{ratio.format('{:.1%}')}{defects} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
 def database_section(doc):
     table = database_table(doc)
     if not table:
         return []
+    at_db = database_time_table(doc)
+    if at_db:
+        at_db = ("The pool's ceiling divides its connections by the time each query holds one. "
+                 "The sleep asked is not that time: PostgreSQL's `pg_sleep` wakes on a whole "
+                 "millisecond (a 1 ms sleep holds its connection about 2 ms) and the query has "
+                 "its own work around the sleep. With the database's own time per query "
+                 "(`total_exec_time` over `calls`) for `D`, the same rounds priced again, each "
+                 "round's rps over its own ceiling: what is left below 100% is the round trip "
+                 "between the server and the database, and the server's hand-over of a freed "
+                 "connection to the next request waiting for one.\n\n" + at_db + "\n")
     return ["## The database's count", "",
             "Each `/db/` request is one query. Before each row's run the database's statement "
             "counts are reset (`pg_stat_statements_reset()`); cm-load runs with `--drain` (after "
@@ -718,7 +787,7 @@ def database_section(doc):
             "100% the row is bound by "
             "that CPU -- a ceiling of the machine the run shares out, not of the server, and not "
             "priced: its efficiency against the pool says how far the pool was from binding, not "
-            "what the server lacks.", "", table, ""]
+            "what the server lacks.", "", table, "", *([at_db] if at_db else [])]
 
 
 def headline(doc, chart):

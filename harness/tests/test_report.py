@@ -145,6 +145,20 @@ class Variants(unittest.TestCase):
         self.assertIn("of the ceilings that bind each", text)
         self.assertNotIn("20,000 = 2,000 connections", text)
 
+    def test_a_variant_with_long_flags_is_named_by_its_name(self):
+        self.doc["meta"]["profile_settings"]["variants"][0]["server_args"] = [
+            "--offload", "pool", "--blocking-queue", "4096"]
+        text = report.what_it_shows(self.doc)
+        self.assertIn("pool: every model answered 19,865 to 19,885 rps", text)
+        self.assertNotIn("--blocking-queue", text)
+
+    def test_past_its_budget_only_the_sentences_that_fit_and_a_word_on_the_rest(self):
+        whole = report.what_it_shows(self.doc)
+        short = report.what_it_shows(self.doc, budget=len(whole.split()) - 1)
+        self.assertLess(len(short.split()), len(whole.split()))
+        self.assertTrue(short.endswith("The other rows are in the tables below."))
+        self.assertEqual(report.what_it_shows(self.doc, budget=len(whole.split())), whole)
+
 
 class Orderings(unittest.TestCase):
     def test_rps_orders_the_servers_and_efficiency_is_never_ranked_across_ceilings(self):
