@@ -25,7 +25,7 @@ the page).
     docs/tools/figures.py --root . --update   rewrite every figure from results/ (after a rerun)
 
 The prose around a figure is not checked: after --update, read the sentences whose figures moved
-(--update lists them). Standard library only.
+(--update lists them). Standard library and the harness's cmharness.stats.
 """
 
 from __future__ import annotations
@@ -38,6 +38,10 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from doclib import doc_files, find_root  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "harness"))
+from cmharness import stats  # noqa: E402  (the harness's own median interval)
 
 
 def _stat(key: str, fmt: str = "{:,.0f}", part: str | None = "median"):
@@ -69,6 +73,28 @@ def _waiting(row: dict, key: str, unit: int, fmt: str) -> str:
     return fmt.format(value / unit)
 
 
+def _interval(of_round, fmt: str, end: str):
+    """One end ("low", "high") of the 95% interval of a figure's median over a row's rounds, the
+    figure taken from each round that did not fail (of_round: its round of results.json)."""
+
+    def get(row: dict) -> str:
+        values = [of_round(m) for m in row.get("rounds", []) if m and not m.get("error")]
+        est = stats.estimate([v for v in values if v is not None])
+        if est is None or not est.has_interval:
+            raise LookupError("too few rounds for an interval of this figure")
+        return fmt.format(est.low if end == "low" else est.high)
+
+    return get
+
+
+def _db_cpu_us(m: dict):
+    return m["db_cpu_s"] * 1e6 / m["db_queries"] if m.get("db_queries") else None
+
+
+def _p99_ms(m: dict):
+    return ((m.get("load") or {}).get("latency_us") or {}).get("p99", 0) / 1000 or None
+
+
 # FIELD -> how it is read from a row of results.json and written in a page.
 FIELDS = {
     "rps": _stat("rps"),
@@ -90,6 +116,12 @@ FIELDS = {
     # a /db/ row (results/db): the database's own time and CPU per query it completed
     "db_query_ms": _stat("db_query_ms", "{:.2f}"),
     "db_cpu": _stat("db_cpu_us_per_query"),
+    "load_cpus": _stat("load_cpus_busy", "{:.0%}"),  # the load CPUs busy in the window
+    # the 95% interval of a median over the rounds, its two ends
+    "db_cpu_ci_low": _interval(_db_cpu_us, "{:,.0f}", "low"),
+    "db_cpu_ci_high": _interval(_db_cpu_us, "{:,.0f}", "high"),
+    "p99_ci_low": _interval(_p99_ms, "{:.1f}", "low"),
+    "p99_ci_high": _interval(_p99_ms, "{:.1f}", "high"),
     "overshoot": _stat("overshoot_p99_ms", "{:.2f}"),
     "p50": _stat("latency_p50_ms", "{:.2f}"),
     "p99": _stat("latency_p99_ms", "{:.2f}"),
