@@ -72,7 +72,11 @@ def delay_rows(doc, source):
     """Every priced /delay and /db/sleep row of a results.json document (the CPU-ceiling rows
     left out)."""
     rows = []
+    modes = {v["name"] for v in doc.get("meta", {}).get("profile_settings", {}).get("variants", [])
+             if "--db-mode" in v.get("server_args", [])}
     for target in doc.get("targets", []):
+        if target.get("variant") in modes:  # the driver on a pool or the loop: not a model's own
+            continue
         for r in target.get("rows", []):
             s = r.get("summary") or {}
             if r.get("cpu_ceiling_row") or not r.get("delay") and not r.get("mean_delay_ms"):
@@ -121,13 +125,19 @@ def load_rows(results_dir, profiles=("delay-sweep", "arena", "db")):
     return rows
 
 
-def nearest(rows, server, connections, route="delay"):
+def _ratio(a, b):
+    return max(a, b) / min(a, b) if a > 0 and b > 0 else (1.0 if a == b else float("inf"))
+
+
+def nearest(rows, server, connections, route="delay", delay_ms=None):
     """The server's committed row on this route ("delay", "db") whose connections are nearest
-    (by ratio) the service's."""
+    (by ratio) the service's, then whose delay is (when delay_ms is given; results/db measured a
+    1 ms and a 10 ms query at the same connections), the first in the files' order on a tie."""
     mine = [r for r in rows if r.server == server and r.route == route]
     if not mine:
         return None
-    return min(mine, key=lambda r: (max(r.connections, connections) / min(r.connections, connections),
+    return min(mine, key=lambda r: (_ratio(r.connections, connections),
+                                    _ratio(r.delay_ms, delay_ms) if delay_ms else 1.0,
                                     -r.connections))
 
 
@@ -172,7 +182,7 @@ def size(rows, server, connections, delay_ms, cores, *, workers=64, db_pool=None
     route = "db" if db_pool else "delay"
     same_kind = [r for r in rows if r.server == server and r.efficiency and row_binds(r) == binds
                  and r.route == route]
-    eff_row = nearest(same_kind, server, connections, route) if same_kind else None
+    eff_row = nearest(same_kind, server, connections, route, delay_ms) if same_kind else None
     if eff_row is None and row.efficiency:
         eff_row = row
         notes.append(f"no committed row of {server} was bound by {binds}: the efficiency is the "

@@ -128,6 +128,27 @@ class Size(unittest.TestCase):
         self.assertTrue(any("a guide, not a measurement" in n for n in s.notes))  # no db row
         self.assertIsNone(sizing.size(self.rows, "blocking", 2000, 10, 1).ceilings["database"])
 
+    def test_the_db_row_nearest_in_delay_and_never_a_driver_that_blocks(self):
+        def sleep_row(ms, eff):
+            return dict(row(2000, 1000, 60000, 20.0, 1.0, (eff, eff - 0.01, eff + 0.01),
+                            "database", path="/db/sleep/{ms}"), mean_delay_ms=float(ms),
+                        delay=str(ms))
+
+        db = {"meta": {"profile_settings": {"variants": [
+                  {"name": "pool 16", "server_args": ["--db-pool", "16"]},
+                  {"name": "on the loop", "server_args": ["--db-mode", "blocking"]}]}},
+              "targets": [
+                  {"name": "libuv_callbacks", "variant": "pool 16",
+                   "rows": [sleep_row(1, 0.40), sleep_row(10, 0.94)]},
+                  {"name": "libuv_callbacks", "variant": "on the loop",
+                   "rows": [sleep_row(10, 0.99)]}]}
+        rows = sizing.delay_rows(db, "results/db/results.json")
+        self.assertEqual([r.delay_ms for r in rows], [1.0, 10.0])  # the driver on the loop: out
+        self.assertEqual(sizing.nearest(rows, "libuv_callbacks", 2000, "db", 20).delay_ms, 10.0)
+        self.assertEqual(sizing.nearest(rows, "libuv_callbacks", 2000, "db", 1).delay_ms, 1.0)
+        s = sizing.size(self.rows + rows, "libuv_callbacks", 200, 20, 1, db_pool=32)
+        self.assertEqual(s.efficiency_row.delay_ms, 10.0)
+
 
 def size_with_doc(argv):
     """What harness/size prints for argv over a results folder holding DOC as delay-sweep's."""

@@ -34,6 +34,8 @@ EXAMPLES = (
      ["200", "20", "4", "--rate", "5000"]),
     ("The same, the blocking model given a worker per connection",
      ["200", "20", "4", "--rate", "5000", "--workers", "200"]),
+    ("The same, each call a query on a pool of 32 database connections (per event loop)",
+     ["200", "20", "4", "--rate", "5000", "--db-pool", "32"]),
 )
 
 
