@@ -1,7 +1,8 @@
 // database_test.cpp -- every model (and every --db-mode of an async one) against a real PostgreSQL:
 // the /db routes' bytes, the pool as the bound (a full queue is a 503 at once), --db-timeout, a
-// database that drops its connections or is not there (503 + Retry-After, then served again), the
-// other routes served while queries wait, and a stop in the middle of a query.
+// database that drops its connections (under one query, or every connection of a loaded pool) or
+// is not there (503 + Retry-After, then served again), the other routes served while queries wait,
+// and a stop in the middle of a query.
 //
 // The cluster is harness/db-cluster's, started by ctest's fixture `database` (CMakeLists.txt) in
 // the folder CM_TEST_DB_DIR; run by hand, start one there first:
@@ -227,6 +228,47 @@ TEST_P(DatabaseRoutes, ADatabaseThatDropsItsConnectionsIsA503ThenServedAgain) {
   EXPECT_EQ(cut->status, 503);
   EXPECT_EQ(cut->header("Retry-After"), "1");
   for (int i = 0; i < 3; ++i) {  // every broken connection is replaced on its next use
+    auto again = get("/db/sleep/5");
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->status, 200) << i;
+    EXPECT_EQ(again->body, "5");
+  }
+}
+
+TEST_P(DatabaseRoutes, EveryPoolConnectionEndedUnderLoadAnswersEachRequestThenServesAgain) {
+  start(pool_of(2));
+  if (!server_) return;
+  ASSERT_EQ(get("/db/sleep/1")->status, 200);  // the pool's connections are up
+  std::vector<Client> waiting;
+  for (int i = 0; i < 4; ++i) {  // two run and two queue (on the loop: one runs, three wait)
+    waiting.push_back(Client::connect(server_->port()));
+    ASSERT_TRUE(waiting.back().send(get_request("/db/sleep/1500")));
+  }
+  std::this_thread::sleep_for(300ms);
+  const std::string ended = sql(conninfo_,
+                                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                "WHERE application_name = '" +
+                                    name_ + "'");
+  EXPECT_NE(ended, "0") << "no cm-server backend was found to end";
+  if (mode() != DbMode::blocking) {  // the driver on the loop holds /plaintext too, by design
+    auto plain = get("/plaintext", 1s);
+    ASSERT_TRUE(plain) << "/plaintext waited while the database dropped its connections";
+    EXPECT_EQ(plain->status, 200);
+  }
+  int cut = 0;
+  for (auto& c : waiting) {  // every request answered: a 503 where its query broke, else its value
+    auto r = c.read_response(10s);
+    ASSERT_TRUE(r) << "a request was left unanswered after the pool's connections ended";
+    if (r->status == 503) {
+      EXPECT_EQ(r->header("Retry-After"), "1");
+      ++cut;
+    } else {
+      EXPECT_EQ(r->status, 200);
+      EXPECT_EQ(r->body, "1500");
+    }
+  }
+  EXPECT_GE(cut, 1) << "no query in flight was cut when its connection ended";
+  for (int i = 0; i < 3; ++i) {  // the pool reconnects: new queries are answered
     auto again = get("/db/sleep/5");
     ASSERT_TRUE(again);
     EXPECT_EQ(again->status, 200) << i;
