@@ -232,7 +232,7 @@ def blank_sheet(page: str, title: str, items: list[Item]) -> str:
     out = [f"# {title} -- answer sheet",
            "# Write each prediction before you run anything; then run the page's commands and",
            "# write what you measured. A number, or a word where the question asks for one.",
-           f"# Grade it: docs/tools/check_exercises.py --student THIS_FILE",
+           "# Grade it: docs/tools/check_exercises.py --student THIS_FILE",
            f"exercise: {name}", ""]
     for kind, heading in (("predict", "predictions"), ("measure", "measurements")):
         out.append(f"## {heading}")

@@ -118,7 +118,7 @@ def efficiency_text(r, fmt="{:.1%}"):
     defects = s.get("defects", 0)
     iv = s.get("efficiency_interval")
     if iv is None:
-        return f"every round above its ceiling: a defect, no figure" if defects else "-"
+        return "every round above its ceiling: a defect, no figure" if defects else "-"
     text = stats.Estimate.from_json(iv).format(fmt)
     if stats.above_ceiling(stats.Estimate.from_json(iv)):
         text += f" {ABOVE}"
@@ -381,7 +381,6 @@ def full_table(doc):
     for t in doc["targets"]:
         for r in t["rows"]:
             s = r["summary"]
-            eff = s.get("efficiency_interval")
             eff_text = efficiency_text(r) if not r["cpu_ceiling_row"] else "CPU ceiling"
             thread_ceiling = (s.get("thread_ceiling") or {}).get("median")
             bound = ceilings.binding_label(r["bound"], r.get("connections_requested"),
@@ -607,7 +606,7 @@ def published_section(doc):
     if not pub:
         return ""
     a, b = pub["a"], pub["b"]
-    lines = [f"## Beside the published figures", "",
+    lines = ["## Beside the published figures", "",
              f"From {pub['source']}. There: {pub['setting']}", "",
              f"| row | there: {a} rps | there: {b} rps | there: {a} / {b}, rps | here: {a} / {b}, "
              f"rps, within a round | there: {a} / {b}, mean latency | here: {a} / {b}, mean "

@@ -28,7 +28,6 @@ Exit status 0 when every response was correct, 1 otherwise.
 """
 import argparse
 import asyncio
-import os
 import random
 import re
 import sys
