@@ -226,11 +226,13 @@ class DatabaseProfile(unittest.TestCase):
             self.assertLess(r["summary"]["db_query_ms"]["median"], 10.0, label)
 
     def test_the_cpus_the_database_shares_with_cm_load_are_measured(self):
-        for row_id in ("sleep", "row"):  # a share of those CPUs' time, in 10 ms ticks
+        # a share of those CPUs' time: /proc/stat counts 10 ms ticks, so a 0.3 s window can read
+        # up to two ticks (7%) past it at either end
+        for row_id in ("sleep", "row"):
             for label, r in self.rows(row_id).items():
                 for m in r["rounds"]:
                     self.assertGreaterEqual(m["load_cpus_busy"], 0.0, label)
-                    self.assertLessEqual(m["load_cpus_busy"], 1.05, label)
+                    self.assertLessEqual(m["load_cpus_busy"], 1.1, label)
         for label, r in self.rows("row").items():  # cm-load and the database at full tilt
             self.assertGreater(r["summary"]["load_cpus_busy"]["median"], 0.2, label)
         self.assertIn("load CPUs busy", self.md)
