@@ -213,7 +213,11 @@ class DatabaseProfile(unittest.TestCase):
                     self.assertEqual(m["load"]["unanswered_at_end"], 0)
                     self.assertGreater(m["db_queries"], 0)
                     self.assertEqual(m["db_queries"], m["load"]["responses_total"], label)
-                    self.assertGreater(m["db_cpu_s"], 0)
+                    # each backend's CPU is counted in 10 ms ticks: a few hundred sleeps spread
+                    # over a pool's backends may read 0; a busy row never does
+                    self.assertGreaterEqual(m["db_cpu_s"], 0)
+                    if row_id == "row":
+                        self.assertGreater(m["db_cpu_s"], 0, label)
                 self.assertEqual(r["summary"]["db_count_mismatches"], 0)
 
     def test_the_database_says_how_long_each_query_held_its_connection(self):
