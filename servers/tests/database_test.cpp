@@ -109,6 +109,15 @@ class DatabaseRoutes : public ::testing::TestWithParam<std::string> {
     return c.read_response(limit);
   }
 
+  /// Ends every database connection of this case's server (what a database restart does to them).
+  void end_every_backend() {
+    const std::string ended = sql(conninfo_,
+                                  "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                  "WHERE application_name = '" +
+                                      name_ + "'");
+    EXPECT_NE(ended, "0") << "no cm-server backend was found to end";
+  }
+
   std::string conninfo_;
   /// The database connections of this case alone (pg_stat_activity.application_name).
   const std::string name_ = "cm-test-" + std::to_string(::getpid());
@@ -218,11 +227,7 @@ TEST_P(DatabaseRoutes, ADatabaseThatDropsItsConnectionsIsA503ThenServedAgain) {
   Client c = Client::connect(server_->port());
   ASSERT_TRUE(c.send(get_request("/db/sleep/3000")));
   std::this_thread::sleep_for(300ms);
-  const std::string ended = sql(conninfo_,
-                                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                                "WHERE application_name = '" +
-                                    name_ + "'");
-  EXPECT_NE(ended, "0") << "no cm-server backend was found to end";
+  end_every_backend();
   auto cut = c.read_response(5s);
   ASSERT_TRUE(cut) << "a query whose connection broke must be answered, not left";
   EXPECT_EQ(cut->status, 503);
@@ -245,11 +250,7 @@ TEST_P(DatabaseRoutes, EveryPoolConnectionEndedUnderLoadAnswersEachRequestThenSe
     ASSERT_TRUE(waiting.back().send(get_request("/db/sleep/1500")));
   }
   std::this_thread::sleep_for(300ms);
-  const std::string ended = sql(conninfo_,
-                                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                                "WHERE application_name = '" +
-                                    name_ + "'");
-  EXPECT_NE(ended, "0") << "no cm-server backend was found to end";
+  end_every_backend();
   if (mode() != DbMode::blocking) {  // the driver on the loop holds /plaintext too, by design
     auto plain = get("/plaintext", 1s);
     ASSERT_TRUE(plain) << "/plaintext waited while the database dropped its connections";
