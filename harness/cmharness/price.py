@@ -23,8 +23,9 @@ round. This is how cm-price measures, and why (issue 20: "a figure is a claim"):
   ABOVE_TOLERANCE after that is a defect of the measurement, shown as one and not counted in any
   figure (a window that counted a wave of answers can do it to connections / delay too).
 - A row whose efficiency interval is still wider than half its estimate after the planned rounds
-  (stats.NOISE_WIDTH: too wide to tell a change from the noise) gets more rounds, each with its
-  ceiling back to back, up to the profile's max_rounds: with 6 rounds the 95% interval of a median
+  (stats.NOISE_WIDTH: too wide to tell a change from the noise), or that counts fewer than the
+  planned rounds because some were defects, gets more rounds, each with its ceiling back to back,
+  up to the profile's max_rounds: with 6 rounds the 95% interval of a median
   is the least and the greatest round, so one disturbed window sets it; with 12 it is the 3rd and
   the 10th, and two disturbed windows at either end no longer do.
 """
@@ -549,7 +550,7 @@ class Runner:
             for row in p.rows if rnd < p.rounds else ():
                 self.row_round(row, rnd)
         for rnd in range(p.rounds, p.max_rounds):
-            wide = undecided(self.measurements)
+            wide = undecided(self.measurements, planned=p.rounds)
             if not wide:
                 break
             for row in p.rows:
@@ -561,16 +562,22 @@ class Runner:
         return self
 
 
-def undecided(measurements, width=stats.NOISE_WIDTH):
+def undecided(measurements, width=stats.NOISE_WIDTH, planned=0):
     """{(label, row key)} of every priced row whose efficiency interval is wider than `width` of
-    its estimate, or has no interval (too few good rounds): the rows a further round could
-    decide. A row no round of which was measured is left alone: more rounds would not help."""
+    its estimate, or that counts fewer than `planned` rounds because some were defects (above
+    their ceiling: measured again, not left out of a smaller sample): the rows a further round
+    could decide. A row no round of which was measured is left alone: more rounds would not
+    help."""
     out = set()
     for key, rounds in measurements.items():
         done = [m for m in rounds if m is not None]
         if not done or done[0].is_ceiling:
             continue
-        est = stats.estimate([m.efficiency for m in done if m.counted])
+        counted = [m.efficiency for m in done if m.counted]
+        if len(counted) < planned and any(m.defect for m in done):
+            out.add(key)
+            continue
+        est = stats.estimate(counted)
         if est is not None and est.relative_width() > width:
             out.add(key)
     return out

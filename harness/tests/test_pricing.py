@@ -436,6 +436,31 @@ class MoreRounds(unittest.TestCase):
         self.assertEqual(price.undecided(r.measurements),
                          {("asio_coro", p.rows[0].key), ("uring_coro", p.rows[0].key)})
 
+    def test_a_round_above_its_ceiling_is_measured_again(self):
+        p = profile(rounds=6, max_rounds=12, rows=[
+            {"id": "delay", "path": "/delay/{ms}", "delay_ms": [100], "connections": [1000]}])
+        steady = [0.99, 0.98, 0.99, 1.0, 0.97, 0.99] + [0.99] * 6
+        # round 2 answers 20% above connections / delay: a defect, so a seventh round is measured
+        one_defect = [0.99, 0.98, 1.2, 1.0, 0.97, 0.99] + [0.98] * 6
+        r = self.Scripted(p, {"asio_coro": steady, "uring_coro": one_defect}).run()
+        key = p.rows[0].key
+        self.assertEqual(len(r.measurements[("asio_coro", key)]), 6)
+        again = r.measurements[("uring_coro", key)]
+        self.assertEqual(len(again), 7)
+        self.assertTrue(again[2].defect)
+        self.assertEqual(sum(m.counted for m in again), 6)
+        self.assertEqual(price.undecided(r.measurements, planned=6), set())
+
+    def test_defects_are_measured_again_only_up_to_max_rounds(self):
+        p = profile(rounds=6, max_rounds=8, rows=[
+            {"id": "delay", "path": "/delay/{ms}", "delay_ms": [100], "connections": [1000]}])
+        steady = [0.99] * 8
+        always_above = [1.28] * 8  # a window too short for the server's bursts: never priceable
+        r = self.Scripted(p, {"asio_coro": steady, "uring_coro": always_above}).run()
+        rounds = r.measurements[("uring_coro", p.rows[0].key)]
+        self.assertEqual(len(rounds), 8)
+        self.assertTrue(all(m.defect for m in rounds))
+
     def test_a_row_with_every_round_failed_is_left_alone(self):
         row = profiles.Row("delay", "/delay/{ms}", 1000, delay="100")
         failed = [price.Measurement(k, k, row, error="could not start") for k in range(6)]
