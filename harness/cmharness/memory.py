@@ -42,6 +42,9 @@ class WaitingCost:
     reserved_bytes_per_waiting: "int | None" = None  # virtual (the blocking model's stacks)
     method: str = ""
     vm_size_kib: int = 0  # the server's address space with every request waiting
+    # The standing cost: ms of CPU a second the server spent while the requests waited and none
+    # was due (its sweeps and ticks), read from /proc over standing_s (10 ms ticks); None: not read.
+    standing_cpu_ms_per_s: "float | None" = None
 
     def to_json(self):
         return dataclasses.asdict(self)
@@ -113,11 +116,22 @@ def _reading(server):
             proc.status_kib(server.pid, "VmSize"))
 
 
-def _waiting_on(start, n, stop_grace_s=15.0, logs=None):
-    """(before, after) readings of a server start() gives, around n requests left waiting. The
-    server is stopped with SIGTERM (it drains: none of the models notices that a waiting request's
-    client left, so it waits out its --drain-ms), then SIGKILL after stop_grace_s; what it printed
-    is appended to `logs` when one is given."""
+def standing_cpu(server, seconds):
+    """ms of CPU a second the server spends over `seconds` with nothing to do but hold what it
+    holds; None for no window."""
+    if seconds <= 0:
+        return None
+    start = server.readings().cpu_s
+    time.sleep(seconds)
+    return round((server.readings().cpu_s - start) * 1000 / seconds, 1)
+
+
+def _waiting_on(start, n, stop_grace_s=15.0, logs=None, standing_s=0.0):
+    """(before, after, standing) readings of a server start() gives, around n requests left
+    waiting, and its standing_cpu() while they wait. The server is stopped with SIGTERM (it
+    drains: none of the models notices that a waiting request's client left, so it waits out its
+    --drain-ms), then SIGKILL after stop_grace_s; what it printed is appended to `logs` when one
+    is given."""
     socks = []
     with start() as server:
         try:
@@ -125,6 +139,7 @@ def _waiting_on(start, n, stop_grace_s=15.0, logs=None):
             before = _reading(server)
             hold_waiting(server.port, n, socks)
             after = _reading(server)
+            standing = standing_cpu(server, standing_s)
         finally:
             for s in socks:
                 s.close()
@@ -132,16 +147,16 @@ def _waiting_on(start, n, stop_grace_s=15.0, logs=None):
             if logs is not None:
                 with open(server.log_path, errors="replace") as f:
                     logs.append(f.read())
-    return before, after
+    return before, after, standing
 
 
 def measure_async(name, waiting, start, **stop):
     """One server, n requests waiting: (after - before) / n. `start()` starts a fresh server."""
-    before, after = _waiting_on(start, waiting, **stop)
+    before, after, standing = _waiting_on(start, waiting, **stop)
     return WaitingCost(name, waiting, after[1], before[0], after[0],
                        per_request(before[0], after[0], waiting), None,
                        f"one fresh server, RSS before and after {waiting:,} requests wait in "
-                       "/delay/60000, over their number", after[3])
+                       "/delay/60000, over their number", after[3], standing)
 
 
 def measure_threads(name, waiting, start_with, **stop):
@@ -151,23 +166,25 @@ def measure_threads(name, waiting, start_with, **stop):
         raise ValueError("a thread per waiting request is measured across 1 and n > 1 workers")
     # The N-worker server first (its threads exist from its start until its drain ends: a reader
     # of /proc/meminfo meanwhile sees their kernel stacks), then the 1-worker reference, cut short.
-    _, many = _waiting_on(lambda: start_with(waiting), waiting, **stop)
-    short = dict(stop, stop_grace_s=min(1.0, stop.get("stop_grace_s", 1.0)), logs=None)
-    _, one = _waiting_on(lambda: start_with(1), 1, **short)
+    _, many, standing = _waiting_on(lambda: start_with(waiting), waiting, **stop)
+    short = dict(stop, stop_grace_s=min(1.0, stop.get("stop_grace_s", 1.0)), logs=None,
+                 standing_s=0.0)
+    _, one, _ = _waiting_on(lambda: start_with(1), 1, **short)
     return WaitingCost(name, waiting, many[1], one[0], many[0],
                        per_request(one[0], many[0], waiting - 1),
                        stack_size(one[2], many[2], waiting - 1),
                        f"two fresh servers, 1 worker holding 1 waiting request and {waiting:,} "
                        f"holding {waiting:,}: the difference in RSS over {waiting - 1:,}; the "
-                       "stack each thread reserves, from /proc/PID/maps", many[3])
+                       "stack each thread reserves, from /proc/PID/maps", many[3], standing)
 
 
 def measure(name, waiting, *, loops=1, cpus=(), bin_dir=None, program=None, args=(), pool=None,
-            workdir=None, stop_grace_s=15.0, logs=None):
+            workdir=None, stop_grace_s=15.0, logs=None, standing_s=0.0):
     """The waiting cost of a server of this name (a model of cm-server, or node): an async model
     with `loops` event loops; the blocking model with one worker per waiting request. Each server
-    is stopped as _waiting_on says (a short stop_grace_s cuts its drain)."""
-    stop = {"stop_grace_s": stop_grace_s, "logs": logs}
+    is stopped as _waiting_on says (a short stop_grace_s cuts its drain); standing_s > 0 also
+    reads its standing_cpu() while the requests wait."""
+    stop = {"stop_grace_s": stop_grace_s, "logs": logs, "standing_s": standing_s}
     def server(threads):
         return servers.Server(name, cpus=cpus, threads=threads, pool=pool, args=args,
                               bin_dir=bin_dir, program=program, workdir=workdir)

@@ -57,12 +57,38 @@ class FiguresLine(unittest.TestCase):
                          "rss_per_waiting_request=10666B vm_size=900000KiB stack_reserved=8392704B")
         del figures["stack_reserved_bytes"]
         self.assertNotIn("stack_reserved", waiting_cost.figures_line(figures))
+        figures["standing_cpu_ms_per_s"] = None
+        self.assertNotIn("standing_cpu", waiting_cost.figures_line(figures))
+        figures["standing_cpu_ms_per_s"] = 2.0
+        self.assertTrue(waiting_cost.figures_line(figures).endswith(" standing_cpu=2.0ms/s"))
+
+
+class StandingCpu(unittest.TestCase):
+    """The CPU a server spends a second while it only holds what it holds."""
+
+    class Server:
+        def __init__(self, cpu_s):
+            self.cpu = iter(cpu_s)
+
+        def readings(self):
+            return type("Readings", (), {"cpu_s": next(self.cpu)})()
+
+    def test_the_cpu_over_the_window_in_ms_a_second(self):
+        self.assertEqual(memory.standing_cpu(self.Server([1.00, 1.02]), 0.01), 2000.0)
+
+    def test_no_window_reads_nothing(self):
+        self.assertIsNone(memory.standing_cpu(self.Server([]), 0))
+
+    def test_the_summary_says_what_was_not_read(self):
+        self.assertEqual(waiting_cost.standing_text(None), "-")
+        self.assertEqual(waiting_cost.standing_text(0.0), "0")
 
 
 class Arguments(unittest.TestCase):
     def test_defaults(self):
         args = waiting_cost.parse_args(["--model", "asio_coro"])
-        self.assertEqual((args.waiting, args.threads, args.json), (1000, None, None))
+        self.assertEqual((args.waiting, args.threads, args.json, args.standing_s),
+                         (1000, None, None, 0.0))
         self.assertTrue(args.server.endswith("cm-server"))
 
     def test_threads_is_a_number(self):
