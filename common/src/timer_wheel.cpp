@@ -19,12 +19,14 @@ void TimerWheel::Timer::cancel() noexcept {
   fire_ = nullptr;
 }
 
-TimerWheel::TimerWheel(Clock::time_point now) : next_tick_(ticks_at(now)) {}
+TimerWheel::TimerWheel(Clock::time_point now) : far_first_(0), next_tick_(ticks_at(now)) {}
 
 TimerWheel::~TimerWheel() {
   for (Link& head : slot_)
     while (head.linked())
       head.next->unlink();  // an owner's ~Timer then finds it unarmed
+  while (far_.linked())
+    far_.next->unlink();
 }
 
 TimerWheel::Ticks TimerWheel::ticks_at(Clock::time_point t) noexcept {
@@ -46,15 +48,44 @@ bool TimerWheel::arm(Timer& timer, Clock::time_point due, std::function<void()> 
   // The first boundary at or after `due`, and never one advance() has passed already: there the
   // timer is found by the first advance() whose clock reaches it, and not before (never early).
   const Ticks at = std::max(ticks_after(due), next_tick_);
-  Link& head = slot_[static_cast<std::size_t>(at % static_cast<Ticks>(slots))];
-  timer.prev = head.prev, timer.next = &head;  // at the tail: a slot fires in arming order
-  head.prev->next = &timer, head.prev = &timer;
-  mark(static_cast<std::size_t>(&head - slot_.data()));
-  timer.due_ = due, timer.wheel_ = this, timer.fire_ = std::move(fire);
+  timer.due_ = due;
+  timer.wheel_ = this;
+  timer.fire_ = std::move(fire);
   ++size_;
-  if (scheduled_ && *scheduled_ <= at) return false;  // the loop's timer comes in time already
-  scheduled_ = at;  // it will be set for this tick, or an earlier one
+  Ticks wake = at;
+  if (at < next_tick_ + static_cast<Ticks>(slots)) {
+    put(timer, at);
+  } else {  // a turn or more ahead: the loop wakes a turn before it, to move it into its slot
+    if (!far_.linked() || at < far_first_) far_first_ = at;
+    timer.link_before(far_);
+    wake = at - static_cast<Ticks>(slots);
+  }
+  if (scheduled_ && *scheduled_ <= wake) return false;  // the loop's timer comes in time already
+  scheduled_ = wake;  // it will be set for this tick, or an earlier one
   return true;
+}
+
+void TimerWheel::put(Timer& timer, Ticks at) {
+  Link& head = slot_[static_cast<std::size_t>(at % static_cast<Ticks>(slots))];
+  timer.link_before(head);  // at the tail: a slot fires in arming order
+  mark(static_cast<std::size_t>(&head - slot_.data()));
+}
+
+void TimerWheel::move_near(Ticks horizon) {
+  Ticks first = horizon;
+  for (Link* link = far_.next; link != &far_;) {
+    Link* const next = link->next;
+    auto* const timer = static_cast<Timer*>(link);
+    const Ticks at = std::max(ticks_after(timer->due_), next_tick_);
+    if (at < horizon) {
+      timer->unlink();
+      put(*timer, at);
+    } else {
+      first = std::min(first, at);
+    }
+    link = next;
+  }
+  far_first_ = first;
 }
 
 std::optional<TimerWheel::Ticks> TimerWheel::next_occupied() {
@@ -76,6 +107,10 @@ std::optional<TimerWheel::Ticks> TimerWheel::next_occupied() {
 
 std::optional<TimerWheel::Clock::time_point> TimerWheel::next_wake() {
   scheduled_ = size_ == 0 ? std::nullopt : next_occupied();
+  if (far_.linked()) {  // the tick where the earliest far timer moves into its slot
+    const Ticks move = std::max(far_first_ - static_cast<Ticks>(slots), next_tick_);
+    scheduled_ = std::min(scheduled_.value_or(move), move);
+  }
   if (!scheduled_) return std::nullopt;
   return time_of(*scheduled_);
 }
@@ -84,6 +119,10 @@ std::size_t TimerWheel::advance(Clock::time_point now) {
   scheduled_.reset();
   const Ticks last = ticks_at(now);
   if (last < next_tick_) return 0;  // no boundary passed since the last call (or the clock went back)
+  // The far timers that come within a turn of the ticks visited now move into their slots, with
+  // those up to a turn further (so that the next move is a turn away at least).
+  const auto turn = static_cast<Ticks>(slots);
+  if (far_.linked() && far_first_ < last + 1 + turn) move_near(last + 1 + 2 * turn);
   Link expired;
   const Ticks count = std::min<Ticks>(last - next_tick_ + 1, static_cast<Ticks>(slots));
   for (Ticks k = next_tick_; k < next_tick_ + count; ++k) {
@@ -92,8 +131,7 @@ std::size_t TimerWheel::advance(Clock::time_point now) {
       Link* const next = link->next;
       if (static_cast<Timer*>(link)->due_ <= now) {  // a later turn's timer stays where it is
         link->unlink();
-        link->prev = expired.prev, link->next = &expired;
-        expired.prev->next = link, expired.prev = link;
+        link->link_before(expired);
       }
       link = next;
     }
@@ -108,9 +146,13 @@ std::size_t TimerWheel::expire_all() {
     while (head.linked()) {
       Link* const link = head.next;
       link->unlink();
-      link->prev = expired.prev, link->next = &expired;
-      expired.prev->next = link, expired.prev = link;
+      link->link_before(expired);
     }
+  }
+  while (far_.linked()) {
+    Link* const link = far_.next;
+    link->unlink();
+    link->link_before(expired);
   }
   occupied_.fill(0);
   scheduled_.reset();

@@ -39,7 +39,10 @@ struct Recorded {
 
 void arm(TimerWheel& wheel, Recorded& r, Clock::time_point due, const Clock::time_point& clock) {
   r.due = due;
-  wheel.arm(r.timer, due, [&r, &clock] { r.fired_at = clock, ++r.fired; });
+  wheel.arm(r.timer, due, [&r, &clock] {
+    r.fired_at = clock;
+    ++r.fired;
+  });
 }
 
 TEST(TimerWheel, NeverEarlyAndAtMostATickLateAtEverySlotBoundary) {
@@ -135,6 +138,36 @@ TEST(TimerWheel, ALoopThatSleepsUntilNextWakeFiresEachTimerWithinATick) {
     EXPECT_LT(*r->fired_at - r->due, tick);
   }
   EXPECT_LT(wakes, 6 + 60);  // the 60 s one is passed over about once a turn (1.024 s)
+}
+
+TEST(TimerWheel, WaitsOfAMinuteDoNotWakeTheLoopEveryTickOfTheTurnsBefore) {
+  // 4,096 requests wait a minute, one armed each tick (a turn's worth): each slot holds one.
+  // Left in their slots they would wake the loop at every tick of the 58 turns before they are
+  // due; in the far list the loop wakes once to move them, then about once or twice for each.
+  TimerWheel wheel(boundary(0));
+  Clock::time_point clock = boundary(0);
+  std::vector<std::unique_ptr<Recorded>> timers;
+  const auto minute = std::chrono::duration_cast<nanoseconds>(std::chrono::seconds(60));
+  for (std::int64_t k = 0; k < static_cast<std::int64_t>(TimerWheel::slots); ++k) {
+    timers.push_back(std::make_unique<Recorded>());
+    arm(wheel, *timers.back(), boundary(k) + minute, clock);
+  }
+  const auto first_wake = wheel.next_wake();
+  ASSERT_TRUE(first_wake);
+  EXPECT_GT(*first_wake, clock + minute - 2 * TimerWheel::slots * tick)
+      << "the loop is woken long before any of them can be due";
+  int wakes = 0;
+  while (const auto wake = wheel.next_wake()) {
+    clock = *wake;
+    wheel.advance(clock);
+    ASSERT_LT(++wakes, 4 * static_cast<int>(TimerWheel::slots));
+  }
+  for (const auto& r : timers) {
+    ASSERT_EQ(r->fired, 1);
+    ASSERT_GE(*r->fired_at, r->due);
+    ASSERT_LT(*r->fired_at - r->due, tick);
+  }
+  EXPECT_LE(wakes, 2 * static_cast<int>(TimerWheel::slots) + 2);  // not 58 turns x 4,096 ticks
 }
 
 TEST(TimerWheel, ArmSaysWhenTheLoopsTimerMustBeSetAgain) {

@@ -25,15 +25,28 @@ class TimerWheel {
   using Clock = std::chrono::steady_clock;
   /// The granularity: how late past its due time a timer may fire, at most, on the wheel's part.
   static constexpr std::chrono::microseconds tick{250};
-  /// Slots in one turn of the wheel (a turn: slots x tick = 1.024 s). A timer due further ahead
-  /// shares its slot with nearer ones and is passed over, turn after turn, until it is due.
+  /// Slots in one turn of the wheel (a turn: slots x tick = 1.024 s). A timer due more than a
+  /// turn ahead waits in a list of its own, and moves into its slot once it is less than two turns
+  /// away (a pass over that list at most once a turn): the loop wakes for it then, not at every
+  /// occupied tick of each turn before. In its slot it may be passed over once.
   static constexpr std::size_t slots = 4096;
 
   /// A doubly linked node: a slot's list head, or a timer in it.
   struct Link {
     Link* prev = this;
     Link* next = this;
-    void unlink() noexcept { prev->next = next, next->prev = prev, prev = next = this; }
+    void unlink() noexcept {
+      prev->next = next;
+      next->prev = prev;
+      prev = next = this;
+    }
+    /// Puts this (unlinked) node last in the list `head` begins: a slot fires in arming order.
+    void link_before(Link& head) noexcept {
+      prev = head.prev;
+      next = &head;
+      head.prev->next = this;
+      head.prev = this;
+    }
     bool linked() const noexcept { return next != this; }
   };
 
@@ -69,8 +82,8 @@ class TimerWheel {
   bool arm(Timer& timer, Clock::time_point due, std::function<void()> fire);
 
   /// When the loop should call advance() next: the first tick boundary that has a timer in its
-  /// slot (or, past a turn, the end of the turn), or nothing if no timer is armed. Never earlier
-  /// than a timer could be due; it may be a wake that finds nothing due (a later turn's timer).
+  /// slot, or the one where a timer further ahead moves into its slot, or nothing if no timer is
+  /// armed. It may be a wake that finds nothing due (a later turn's timer, or only that move).
   std::optional<Clock::time_point> next_wake();
 
   /// Fires, in no set order, every timer due at or before `now`, and none other: "never early".
@@ -91,10 +104,14 @@ class TimerWheel {
   static Clock::time_point time_of(Ticks ticks) noexcept;    ///< a tick boundary as a time
   void mark(std::size_t slot) noexcept { occupied_[slot / 64] |= std::uint64_t{1} << (slot % 64); }
   std::optional<Ticks> next_occupied();                     ///< the first tick with a timer
+  void put(Timer& timer, Ticks at);                          ///< into the slot of tick `at`
+  void move_near(Ticks horizon);  ///< the far timers of ticks before `horizon`, into their slots
   std::size_t fire(Link& expired);                           ///< runs and unlinks each of them
 
   std::array<Link, slots> slot_{};
   std::array<std::uint64_t, slots / 64> occupied_{};  ///< a slot's bit: it may hold a timer
+  Link far_;          ///< the timers armed a turn or more ahead of next_tick_, in no order
+  Ticks far_first_;   ///< at or before the tick of the earliest of them (while far_ holds any)
   Ticks next_tick_;                 ///< the first tick advance() has not visited yet
   std::optional<Ticks> scheduled_;  ///< the wake next_wake() gave, until the next advance()
   std::size_t size_ = 0;
