@@ -53,10 +53,6 @@ OWED = {
     ("model-lines", "libuv_callbacks/src"): 471,
     ("model-lines", "uring_coro/src"): 420,
     ("function", "harness/load/tests/test_server.cpp:TestServer::serve"): 97,
-    ("function", "servers/src/main.cpp:main"): 125,
-    ("squeezed", "asio_coro"): 2,
-    ("squeezed", "common"): 8,
-    ("squeezed", "libuv_callbacks"): 17,
 }
 
 

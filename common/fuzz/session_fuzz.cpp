@@ -127,7 +127,10 @@ void check_response(std::string_view response, const cm::Reply& reply, bool keep
     }
     if (name == "Date") ++dates;
     if (name == "Content-Type") ++types;
-    if (name == "Content-Length") ++lengths, content_length = value;
+    if (name == "Content-Length") {
+      ++lengths;
+      content_length = value;
+    }
     if (name == "Connection") closes += value == "close" ? 1 : 0;
   }
   require(servers == 1 && dates == 1 && types == 1 && lengths == 1,

@@ -117,6 +117,101 @@ void add_database_options(CLI::App& app, cm::DbOptions& db) {
       ->check(CLI::Range(1u, 3600u * 1000));
 }
 
+/// What the command line asks for.
+struct Command {
+  cm::ServerOptions options;
+  std::string model;
+  bool list = false;
+  std::string port_file;
+  std::string trace_file;
+  std::string teaching_bug = "none";
+  unsigned drain_ms = 10'000;
+  unsigned header_timeout_ms = static_cast<unsigned>(options.header_timeout.count());
+  unsigned write_timeout_ms = static_cast<unsigned>(options.write_timeout.count());
+};
+
+const std::map<std::string, cm::TeachingBug> teaching_bugs{
+    {"none", cm::TeachingBug::none}, {"shared-delay", cm::TeachingBug::shared_delay}};
+
+/// The model, where it listens, its threads and queues, its deadlines, and what it writes.
+void add_server_options(CLI::App& app, Command& c) {
+  app.add_option("--model", c.model, "the model to run (see --list-models)");
+  app.add_flag("--list-models", c.list, "list the models built into this binary");
+  app.add_option("--host", c.options.host, "address to listen on")->capture_default_str();
+  app.add_option("--port", c.options.port, "port (0 picks a free one and prints it)")
+      ->capture_default_str();
+  app.add_option("--threads", c.options.threads,
+                 "event loops (async models; default: the CPUs available) or worker threads "
+                 "(blocking; default 64)");
+  app.add_option("--blocking-threads", c.options.blocking_threads,
+                 "size of the pool /block is offloaded to (async models)")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 100000u));
+  app.add_option("--blocking-queue", c.options.blocking_queue,
+                 "requests that may wait for that pool before 503")
+      ->capture_default_str();
+  app.add_option("--teaching-bug", c.teaching_bug,
+                 "A DELIBERATE BUG, for an exercise only (docs/exercises/): shared-delay keeps "
+                 "the last /delay value in state shared by every connection, so overlapping "
+                 "/delay requests answer each other's value. Default none: no bug")
+      ->check(CLI::IsMember(teaching_bugs))
+      ->capture_default_str();
+  app.add_option("--header-timeout", c.header_timeout_ms,
+                 "ms a connection may take to send a request head")
+      ->capture_default_str();
+  app.add_option("--write-timeout", c.write_timeout_ms,
+                 "ms a reply's write may wait for a client that does not read (nginx's "
+                 "send_timeout); then the connection is closed")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 24u * 3600 * 1000));
+  app.add_option("--backlog", c.options.backlog,
+                 "listen(2) backlog of each listening socket (the kernel caps it at "
+                 "net.core.somaxconn)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--drain-ms", c.drain_ms,
+                 "after SIGINT/SIGTERM, how long in-flight requests may take to be answered")
+      ->capture_default_str();
+  app.add_option("--port-file", c.port_file, "write the bound port to this file once listening");
+  app.add_option("--trace", c.trace_file,
+                 "record what each request does, on which thread, and write it to this file at "
+                 "the stop (Chrome trace-event JSON: open it in Perfetto or chrome://tracing); "
+                 "for small scenes, not for load");
+}
+
+int list_models() {
+  for (const auto& m : cm::built_models()) {
+    std::printf("%-18s %.*s\n", std::string(m.name).c_str(), static_cast<int>(m.description.size()),
+                m.description.data());
+  }
+  return 0;
+}
+
+/// Starts the server, says where it listens, and serves until a signal drains and stops it.
+int serve(Command& c, const cm::StopSignals& signals, cm::Trace* trace, std::ofstream& trace_out) {
+  const unsigned long descriptors = cm::raise_descriptor_limit();  // soft up to hard, as Go
+  auto server = cm::make_server(c.model, c.options);
+  server->start();
+  std::printf("cm-server: %s listening on http://%s:%u/ (pid %d, up to %lu descriptors)\n",
+              c.model.c_str(), c.options.host.c_str(), server->port(), static_cast<int>(::getpid()),
+              descriptors);
+  if (c.options.teaching_bug != cm::TeachingBug::none) {
+    std::fprintf(stderr,
+                 "cm-server: TEACHING BUG %s is ON: some answers are wrong on purpose "
+                 "(an exercise; never benchmark or deploy this)\n",
+                 c.teaching_bug.c_str());
+  }
+  std::fflush(stdout);
+  if (!c.port_file.empty()) std::ofstream(c.port_file) << server->port() << "\n";
+  const int sig = signals.wait();
+  std::fprintf(stderr, "cm-server: %s, draining (up to %u ms; a second signal stops at once)\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM", c.drain_ms);
+  const int status = drain_then_stop(*server, signals, std::chrono::milliseconds(c.drain_ms));
+  server.reset();  // every thread joined, every session gone: the trace is complete
+  if (trace && !write_trace(*trace, trace_out, c.trace_file, "cm-server " + c.model)) return 1;
+  return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -127,115 +222,35 @@ int main(int argc, char** argv) {
       "soft descriptor limit to the hard one and says in its first line what it runs "
       "with; out of descriptors, it says so on stderr (a line a second at most) and "
       "leaves new clients in the listen backlog until one is free"};
-  cm::ServerOptions options;
-  std::string model;
-  bool list = false;
-  std::string port_file;
-  unsigned drain_ms = 10'000;
-  unsigned header_timeout_ms = static_cast<unsigned>(options.header_timeout.count());
-  unsigned write_timeout_ms = static_cast<unsigned>(options.write_timeout.count());
-
-  app.add_option("--model", model, "the model to run (see --list-models)");
-  app.add_flag("--list-models", list, "list the models built into this binary");
-  app.add_option("--host", options.host, "address to listen on")->capture_default_str();
-  app.add_option("--port", options.port, "port (0 picks a free one and prints it)")
-      ->capture_default_str();
-  app.add_option("--threads", options.threads,
-                 "event loops (async models; default: the CPUs available) or worker threads "
-                 "(blocking; default 64)");
-  app.add_option("--blocking-threads", options.blocking_threads,
-                 "size of the pool /block is offloaded to (async models)")
-      ->capture_default_str()
-      ->check(CLI::Range(1u, 100000u));
-  app.add_option("--blocking-queue", options.blocking_queue,
-                 "requests that may wait for that pool before 503")
-      ->capture_default_str();
-  const std::map<std::string, cm::TeachingBug> teaching_bugs{
-      {"none", cm::TeachingBug::none}, {"shared-delay", cm::TeachingBug::shared_delay}};
-  std::string teaching_bug = "none";
-  app.add_option("--teaching-bug", teaching_bug,
-                 "A DELIBERATE BUG, for an exercise only (docs/exercises/): shared-delay keeps "
-                 "the last /delay value in state shared by every connection, so overlapping "
-                 "/delay requests answer each other's value. Default none: no bug")
-      ->check(CLI::IsMember(teaching_bugs))
-      ->capture_default_str();
-  app.add_option("--header-timeout", header_timeout_ms,
-                 "ms a connection may take to send a request head")
-      ->capture_default_str();
-  app.add_option("--write-timeout", write_timeout_ms,
-                 "ms a reply's write may wait for a client that does not read (nginx's "
-                 "send_timeout); then the connection is closed")
-      ->capture_default_str()
-      ->check(CLI::Range(1u, 24u * 3600 * 1000));
-  app.add_option("--backlog", options.backlog,
-                 "listen(2) backlog of each listening socket (the kernel caps it at "
-                 "net.core.somaxconn)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--drain-ms", drain_ms,
-                 "after SIGINT/SIGTERM, how long in-flight requests may take to be answered")
-      ->capture_default_str();
-  app.add_option("--port-file", port_file, "write the bound port to this file once listening");
-  std::string trace_file;
-  app.add_option("--trace", trace_file,
-                 "record what each request does, on which thread, and write it to this file at "
-                 "the stop (Chrome trace-event JSON: open it in Perfetto or chrome://tracing); "
-                 "for small scenes, not for load");
-  add_step_options(app, options);
-  add_database_options(app, options.db);
+  Command c;
+  add_server_options(app, c);
+  add_step_options(app, c.options);
+  add_database_options(app, c.options.db);
   CLI11_PARSE(app, argc, argv);
-  options.header_timeout = std::chrono::milliseconds(header_timeout_ms);
-  options.write_timeout = std::chrono::milliseconds(write_timeout_ms);
-  options.teaching_bug = teaching_bugs.at(teaching_bug);
+  c.options.header_timeout = std::chrono::milliseconds(c.header_timeout_ms);
+  c.options.write_timeout = std::chrono::milliseconds(c.write_timeout_ms);
+  c.options.teaching_bug = teaching_bugs.at(c.teaching_bug);
 
-  if (list) {
-    for (const auto& m : cm::built_models()) {
-      std::printf("%-18s %.*s\n", std::string(m.name).c_str(),
-                  static_cast<int>(m.description.size()), m.description.data());
-    }
-    return 0;
-  }
-  if (model.empty()) {
+  if (c.list) return list_models();
+  if (c.model.empty()) {
     std::fprintf(stderr, "cm-server: --model is required (see --list-models)\n");
     return 2;
   }
 
   std::unique_ptr<cm::Trace> trace;
   std::ofstream trace_out;
-  if (!trace_file.empty()) {  // opened now, so that a path it cannot write fails before serving
-    trace_out.open(trace_file);
+  if (!c.trace_file.empty()) {  // opened now, so that a path it cannot write fails before serving
+    trace_out.open(c.trace_file);
     if (!trace_out) {
-      std::fprintf(stderr, "cm-server: cannot write the trace to %s\n", trace_file.c_str());
+      std::fprintf(stderr, "cm-server: cannot write the trace to %s\n", c.trace_file.c_str());
       return 2;
     }
     trace = std::make_unique<cm::Trace>();
-    options.trace = trace.get();
+    c.options.trace = trace.get();
   }
 
   try {
-    const unsigned long descriptors = cm::raise_descriptor_limit();  // soft up to hard, as Go
-    auto server = cm::make_server(model, options);
-    server->start();
-    std::printf("cm-server: %s listening on http://%s:%u/ (pid %d, up to %lu descriptors)\n",
-                model.c_str(), options.host.c_str(), server->port(), static_cast<int>(::getpid()),
-                descriptors);
-    if (options.teaching_bug != cm::TeachingBug::none) {
-      std::fprintf(stderr,
-                   "cm-server: TEACHING BUG %s is ON: some answers are wrong on purpose "
-                   "(an exercise; never benchmark or deploy this)\n",
-                   teaching_bug.c_str());
-    }
-    std::fflush(stdout);
-    if (!port_file.empty()) {
-      std::ofstream(port_file) << server->port() << "\n";
-    }
-    const int sig = signals.wait();
-    std::fprintf(stderr, "cm-server: %s, draining (up to %u ms; a second signal stops at once)\n",
-                 sig == SIGINT ? "SIGINT" : "SIGTERM", drain_ms);
-    const int status = drain_then_stop(*server, signals, std::chrono::milliseconds(drain_ms));
-    server.reset();  // every thread joined, every session gone: the trace is complete
-    if (trace && !write_trace(*trace, trace_out, trace_file, "cm-server " + model)) return 1;
-    return status;
+    return serve(c, signals, trace.get(), trace_out);
   } catch (const std::invalid_argument& e) {
     std::fprintf(stderr, "cm-server: %s\n", e.what());
     return 2;

@@ -76,7 +76,10 @@ Histogram Histogram::from_buckets(const std::vector<std::pair<std::size_t, std::
     h.counts_[b] += n;
     h.count_ += n;
   }
-  if (h.count_) h.min_ = min, h.max_ = max, h.sum_ = sum;
+  if (h.count_ == 0) return h;
+  h.min_ = min;
+  h.max_ = max;
+  h.sum_ = sum;
   return h;
 }
 

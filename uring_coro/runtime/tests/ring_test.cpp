@@ -253,8 +253,10 @@ int accept_backlog(Ring& ring, Acceptor& acceptor, int count, std::vector<Fd>& a
   std::vector<int> errors;
   ring.spawn(accept_all(acceptor, accepted, errors));
   int turns = 0;
-  while (accepted.size() < static_cast<std::size_t>(count) && errors.empty() && turns < 10 * count)
-    ring.run_once(), ++turns;
+  while (accepted.size() < static_cast<std::size_t>(count) && errors.empty() && turns < 10 * count) {
+    ring.run_once();
+    ++turns;
+  }
   EXPECT_TRUE(errors.empty()) << "accept failed: " << std::strerror(-errors.front());
   ring.cancel_all();  // the acceptor's SQE is still armed: only a cancel ends it
   while (ring.spawned() > 0)
