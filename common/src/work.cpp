@@ -4,6 +4,8 @@
 
 #include <time.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <system_error>
 
 namespace cm {
@@ -14,6 +16,11 @@ std::chrono::nanoseconds thread_cpu_time() noexcept {
   return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
 }
 }  // namespace
+
+void unhandled(Venue venue) noexcept {
+  std::fprintf(stderr, "cm: a model has no case for Venue %d\n", static_cast<int>(venue));
+  std::abort();
+}
 
 Venue venue(const Plan& plan, WaitMode wait_mode, Offload offload, DbMode db_mode) noexcept {
   if (std::holds_alternative<Wait>(plan)) {

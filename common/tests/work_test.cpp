@@ -138,5 +138,9 @@ TEST(Perform, WaitAndBlockSleepComputeBurnsNowReturns) {
   EXPECT_EQ(perform(Wait{1h, {}}, s), Outcome::stopped);
 }
 
+TEST(UnhandledDeathTest, AVenueNoCaseTookAbortsNamingIt) {
+  EXPECT_DEATH(unhandled(static_cast<Venue>(99)), "no case for Venue 99");
+}
+
 }  // namespace
 }  // namespace cm

@@ -39,6 +39,10 @@ enum class Venue {
 Venue venue(const Plan& plan, WaitMode wait_mode, Offload offload,
             DbMode db_mode = DbMode::blocking) noexcept;
 
+/// After a model's switch over every Venue: a value no case took is a bug (a Venue added and not
+/// handled there), never a step to run on the loop by default. Aborts, naming the value.
+[[noreturn]] void unhandled(Venue venue) noexcept;
+
 /// With --trace, a step handed away from the serving thread opens a span of its connection: "on a
 /// timer", "on the pool", "on a new thread"; the reply ends it. A step run where it is (the loop,
 /// a blocking worker) opens none: perform() marks the thread it holds instead.

@@ -83,6 +83,15 @@ Task<std::string> nested(int depth) {
   co_return std::to_string(depth) + "/" + co_await nested(depth - 1);
 }
 
+TEST_F(TaskTest, AwaitingAnEmptyTaskThrowsInsteadOfTouchingNoFrame) {
+  int runs = 0;
+  Task<int> task = forty_two(runs);
+  Task<int> moved = std::move(task);  // `task` holds no frame now
+  EXPECT_THROW(sync_wait(std::move(task)), std::logic_error);
+  EXPECT_EQ(sync_wait(std::move(moved)), 42);
+  EXPECT_EQ(runs, 1);
+}
+
 TEST_F(TaskTest, NestedTasksComposeValues) { EXPECT_EQ(sync_wait(nested(3)), "3/2/1/bottom"); }
 
 Task<void> fails(Counted) {

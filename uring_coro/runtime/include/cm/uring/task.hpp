@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <exception>
 #include <optional>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 
@@ -104,7 +105,11 @@ class [[nodiscard]] Task {
         frame.promise().continuation = awaiter;
         return frame;
       }
-      T await_resume() { return frame.promise().take(); }
+      T await_resume() {
+        // An empty Task (moved from) has no frame to run: awaiting it is the caller's bug.
+        if (!frame) throw std::logic_error("co_await on an empty Task (it was moved from)");
+        return frame.promise().take();
+      }
     };
     return Awaiter{frame_};
   }
