@@ -61,7 +61,7 @@ void serve_connection(int fd, ServerState& state) {
       const Outcome outcome = execute(*plan, state, session.tag());
       if (outcome == Outcome::stopped) return;
       out.clear();
-      session.write_reply(reply_for(*plan, outcome), out, Moment::now());
+      session.write_reply(*plan, outcome, out, Moment::now());
       if (!send_all(fd, out)) return;
       if (!session.keep_alive()) return linger_close_blocking(fd);
     }
@@ -69,10 +69,9 @@ void serve_connection(int fd, ServerState& state) {
     // More bytes are needed. Wait for them, but not past the header deadline, so an idle or slow
     // client cannot hold this worker forever.
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(
-        session.deadline() - std::chrono::steady_clock::now());
+        state.read_deadline(session) - std::chrono::steady_clock::now());
     pollfd p{fd, POLLIN, 0};
-    const bool wait = left.count() > 0 && !state.draining();  // draining: no new request
-    const int ready = wait ? ::poll(&p, 1, static_cast<int>(left.count())) : 0;
+    const int ready = left.count() > 0 ? ::poll(&p, 1, static_cast<int>(left.count())) : 0;
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) {
       out.clear();

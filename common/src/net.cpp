@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -112,6 +113,12 @@ Listeners open_listeners(const std::string& host, std::uint16_t port, unsigned c
 void set_nodelay(int fd) noexcept {
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+std::size_t bytes_unread(int fd) noexcept {
+  int unread = 0;
+  if (::ioctl(fd, FIONREAD, &unread) != 0 || unread < 0) return 0;
+  return static_cast<std::size_t>(unread);
 }
 
 void linger_close_blocking(int fd) noexcept {

@@ -159,6 +159,10 @@ void Session::write_reply(const Reply& reply, std::string& out, Moment now) {
       "\"status\":" + std::to_string(status) + ",\"bytes\":" + std::to_string(out.size() - before));
 }
 
+void Session::write_reply(const Plan& plan, Outcome outcome, std::string& out, Moment now) {
+  write_reply(reply_for(plan, outcome), out, now);
+}
+
 void Session::compose_reply(const Reply& reply, std::string& out, Moment now) {
   deadline_ = now.steady + header_timeout_;
   if (interim_) {  // 100 Continue: the same request goes on, its body comes next

@@ -553,6 +553,32 @@ TEST_P(Conformance, PartialHeadTimesOutWith408AndIdleConnectionIsClosed) {
   EXPECT_TRUE(idle.closed_by_peer()) << "an idle connection must not hold the server forever";
 }
 
+TEST_P(Conformance, ARequestSentBeforeItsDeadlineIsAnsweredThoughTheLoopReadsItLate) {
+  // The header deadline is the client's: a request that came in time but sat unread while the
+  // loop was busy (a /delay slept on the loop, --wait-mode sleep) is answered, not cut as a slow
+  // client. libuv runs due timers before it polls (this case); Asio takes in at most 128
+  // readinesses per turn of its reactor (it took 2,000 connections from cm-load, with a 10 s
+  // deadline and 10 ms slept per request, for half of them to be cut with a request unread).
+  ServerOptions options;
+  options.threads = 1;  // one loop (or one worker): the sleep holds the other request unread
+  options.header_timeout = 300ms;
+  options.wait_mode = WaitMode::sleep;
+  start_server(options);
+  if (!server_) return;
+  Client on_time = connect();  // its header deadline runs from its accept
+  Client busy = connect();
+  std::this_thread::sleep_for(50ms);  // both accepted, each waiting for its request
+  ASSERT_TRUE(busy.send("GET /delay/800 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  std::this_thread::sleep_for(100ms);                    // the loop sleeps in /delay/800
+  ASSERT_TRUE(on_time.send(get_request("/plaintext")));  // 150 ms in: before its deadline
+  auto r = on_time.read_response(5s);
+  ASSERT_TRUE(r) << "a request sent before its deadline was cut when the loop read it late";
+  expect_text(*r, 200, "Hello, World!");
+  auto slept = busy.read_response(5s);
+  ASSERT_TRUE(slept);
+  expect_text(*slept, 200, "800");
+}
+
 // --- waiting requests ---------------------------------------------------------------------------
 
 TEST_P(Conformance, ClientsLeavingMidDelayAreFreed) {

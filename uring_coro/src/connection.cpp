@@ -123,14 +123,15 @@ Task<Outcome> on_new_thread(Context& context, Plan& plan, Tag tag) {
 /// coroutine to start. NOTE: `plan` lives in converse()'s frame, which awaits the task at once.
 // [plan-visit-uring_coro]
 Task<Outcome> execute(Context& context, Plan& plan, Tag tag) {
-  switch (context.state.venue(plan, tag)) {
+  const Venue where = context.state.venue(plan, tag);
+  switch (where) {
     case Venue::timer: return timer(context, std::get<Wait>(plan).duration);  // a timeout SQE
     case Venue::loop: return here(plan, context.state.sleeper, tag);  // on this ring's thread
     case Venue::pool: return on_pool(context, plan, tag);             // the pool, posted back
     case Venue::thread: return on_new_thread(context, plan, tag);     // a thread, posted back
     case Venue::database: return run_query(context, std::get<Query>(plan));  // db.cpp
   }
-  return here(plan, context.state.sleeper, tag);
+  unhandled(where);
 }
 // [plan-visit-uring_coro]
 
@@ -145,7 +146,7 @@ Task<void> converse(Context& context, int fd) {
       const Outcome outcome = co_await execute(context, *plan, session.tag());
       if (outcome == Outcome::stopped) co_return;
       out.clear();
-      session.write_reply(reply_for(*plan, outcome), out, Moment::now());
+      session.write_reply(*plan, outcome, out, Moment::now());
       if (!co_await send_all(ring, fd, out, context.state.options.write_timeout)) co_return;
       if (!session.keep_alive()) co_return co_await linger(ring, fd);
     }
@@ -155,8 +156,7 @@ Task<void> converse(Context& context, int fd) {
     // suspended until then, so the buffer outlives the SQE. It is held only for this read: a
     // request that waits (a /delay) holds no read buffer, an idle connection holds one.
     const auto buffer = std::make_unique_for_overwrite<char[]>(lent_read_bytes);
-    const auto limit =
-        context.state.draining() ? Clock::duration{} : session.deadline() - Clock::now();
+    const auto limit = context.state.read_deadline(session) - Clock::now();
     context.awaiting_request.insert(fd);
     const int n = co_await uring::RecvFor(ring, fd, {buffer.get(), lent_read_bytes}, limit);
     context.awaiting_request.erase(fd);

@@ -3,6 +3,7 @@
 /// Small socket helpers shared by the models. These are the OS helpers of common/: they create
 /// sockets but never read or write a connection.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,6 +28,11 @@ Listeners open_listeners(const std::string& host, std::uint16_t port, unsigned c
 
 /// TCP_NODELAY on a connected socket (responses are written whole; do not wait for more).
 void set_nodelay(int fd) noexcept;
+
+/// How many bytes the kernel holds unread on a connected socket (0 on an error). A deadline that
+/// passes while bytes wait there was met by the client: the loop reads them late (see the models'
+/// header deadlines), and a request sent in time is answered, not cut.
+std::size_t bytes_unread(int fd) noexcept;
 
 /// Lingering close on a blocking socket: shut down the write side so the client sees the end of
 /// the response, then read and discard until the client closes, `linger_timeout` passes or

@@ -57,6 +57,11 @@ struct ServerState {
   }
   /// Whether drain() began: a connection that waits for a request is closed, not kept.
   bool draining() const { return sessions.draining.load(std::memory_order_acquire); }
+  /// Until when a connection waits for (the rest of) a request: its Session's header deadline,
+  /// or now once drain() began. Every model sets its read's deadline from this.
+  std::chrono::steady_clock::time_point read_deadline(const Session& session) const {
+    return draining() ? std::chrono::steady_clock::now() : session.deadline();
+  }
 
   /// Where this plan's step runs under the server's --wait-mode and --offload (with --trace, a
   /// step handed away opens a span of the connection `tag`: cm::trace_venue).

@@ -8,7 +8,7 @@
 ///     read bytes (until session.deadline())  -> session.received(bytes)
 ///     while next() gives a plan:
 ///         execute it      (the model's own idiom: the part that differs)
-///         session.write_reply(reply, out, now); write `out`
+///         session.write_reply(plan, outcome, out, now); write `out`
 ///         if !session.keep_alive(): lingering close, stop
 ///     deadline passed     -> if session.expire(out, now): write `out`, lingering close; else close
 ///
@@ -31,6 +31,8 @@
 #include "cm/trace.hpp"
 
 namespace cm {
+
+enum class Outcome;  // work.hpp: how a plan's step ended
 
 /// One instant on both clocks a connection needs: steady for deadlines, the system clock for the
 /// Date header. The core never reads a clock; a model passes Moment::now().
@@ -84,6 +86,9 @@ class Session {
   /// Appends the response to the plan last returned by next() to `out`, and restarts the header
   /// deadline from `now`. A HEAD request's response carries the headers of the GET, no body.
   void write_reply(const Reply& reply, std::string& out, Moment now);
+  /// The same, for the plan's step as it came out: its own reply, or a 503 if it was refused
+  /// (cm::reply_for); what every model calls once a step is done.
+  void write_reply(const Plan& plan, Outcome outcome, std::string& out, Moment now);
 
   /// After write_reply(): whether the connection goes on to the next request.
   bool keep_alive() const { return keep_alive_; }
