@@ -26,6 +26,7 @@ template <typename T>
 using awaitable = asio::awaitable<T, Executor>;  ///< a coroutine that runs on a loop
 using Socket = tcp::socket::rebind_executor<Executor>::other;
 using Timer = asio::steady_timer::rebind_executor<Executor>::other;
+using Clock = std::chrono::steady_clock;
 
 /// Shared with the timer's handler, which may run late: it cancels the read numbered `read` only.
 struct Deadline { Socket* socket = nullptr; unsigned read = 0; bool passed = false; };
@@ -33,8 +34,7 @@ struct Deadline { Socket* socket = nullptr; unsigned read = 0; bool passed = fal
 /// The I/O objects of one connection, in its coroutine's frame; its hook lists it in its loop.
 struct Connection : bi::list_base_hook<bi::link_mode<bi::auto_unlink>> {
   explicit Connection(Socket s) : socket(std::move(s)), timer(socket.get_executor()) {}
-  /// Cancels whatever the coroutine awaits; it then sees an error and returns.
-  void close() {
+  void close() {  ///< cancels whatever the coroutine awaits: it sees an error and returns
     boost::system::error_code ignored;
     socket.close(ignored);
     timer.cancel();
@@ -43,9 +43,9 @@ struct Connection : bi::list_base_hook<bi::link_mode<bi::auto_unlink>> {
   Timer timer;                    ///< header deadline, Wait, lingering close: one at a time
   std::shared_ptr<Deadline> deadline = std::make_shared<Deadline>();  ///< for receive()
   bool awaiting_request = false;  ///< in receive() for a request: drain() may cut it short
-  /// While a reply is written: when sweep_writes() may close the connection (the write deadline).
-  std::chrono::steady_clock::time_point write_deadline =
-      std::chrono::steady_clock::time_point::max();
+  /// While a reply is written: when sweep_writes() may close the connection (the write deadline,
+  /// restarted by each write that makes progress).
+  Clock::time_point write_deadline = Clock::time_point::max();
 };
 
 struct LoopDb;  // db.hpp: --db with --db-mode readiness
@@ -69,17 +69,6 @@ struct Loop {
   void close_all();  ///< stops accepting, closes every connection (on the loop's thread)
   void drain();      ///< stops accepting, ends every wait for a request (on the loop's thread)
 };
-
-/// Accepts on `loop` until its acceptor is closed, one serve_connection coroutine per client.
-awaitable<void> accept_loop(Loop& loop);
-
-/// Closes, about once a second, the connections of `loop` whose reply is still being written past
-/// its write deadline (ServerOptions::write_timeout), until close_all() cancels its timer.
-awaitable<void> sweep_writes(Loop& loop);
-
-/// --timers wheel: fires the wheel's due waits each time `loop.tick` expires, and sets it again for
-/// the next tick that holds one, until close_all() cancels it.
-awaitable<void> turn_wheel(Loop& loop);
 
 /// Serves one client until it closes, a reply ends the connection, the header timeout passes or
 /// the server stops.

@@ -21,8 +21,7 @@ struct Cut {
 
 /// Waits in the pool's queue until a release hands this request a slot (it cancels the timer),
 /// or the deadline passes, or the server stops (close() cancels the timer too).
-awaitable<std::size_t> acquire(LoopDb& db, Connection& c,
-                               std::chrono::steady_clock::time_point deadline) {
+awaitable<std::size_t> acquire(LoopDb& db, Connection& c, Clock::time_point deadline) {
   DbWaiter me{none, &c.timer};
   const auto grant = db.pool.acquire(&me);
   if (grant.result != DbPool<DbWaiter*>::Result::queued) co_return grant.slot;  // or refused
@@ -36,7 +35,7 @@ awaitable<std::size_t> acquire(LoopDb& db, Connection& c,
 /// Sends the query, then suspends on the socket's readiness until the whole result is read. The
 /// connection's timer, set for the deadline, cancels that wait (as it cancels a late read).
 awaitable<void> query_on(std::size_t slot, Query& query, Connection& c, LoopDb& db,
-                         std::chrono::steady_clock::time_point deadline) {
+                         Clock::time_point deadline) {
   Descriptor* socket = db.open(slot);
   DbConnection& connection = db.connections[slot];
   if (!socket || !connection.send(query.call)) co_return;  // the reply stays a 503
@@ -99,7 +98,7 @@ void LoopDb::close_all() {
 
 awaitable<Outcome> run_query(Query& query, Connection& c, Loop& loop) {
   LoopDb& db = *loop.db;
-  const auto deadline = std::chrono::steady_clock::now() + loop.state.options.db.timeout;
+  const auto deadline = Clock::now() + loop.state.options.db.timeout;
   const std::size_t slot = co_await acquire(db, c, deadline);
   if (slot == none) co_return loop.stopping ? Outcome::stopped : Outcome::done;  // a 503
   if (!loop.stopping) co_await query_on(slot, query, c, db, deadline);

@@ -22,7 +22,9 @@
 
 #include <sys/socket.h>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/system/system_error.hpp>
@@ -32,25 +34,106 @@
 #include <vector>
 
 #include "cm/loop_server.hpp"
+#include "cm/policy.hpp"
 #include "connection.hpp"
 #include "db.hpp"
 
-// The same sources build `asio_coro` and, for the io_uring backend, `asio_coro_uring`.
-#ifndef CM_ASIO_MODEL
-#define CM_ASIO_MODEL asio_coro
+#if defined(BOOST_ASIO_HAS_IO_URING_AS_DEFAULT)
+#define CM_MAKE_MODEL make_asio_coro_uring
+constexpr const char* model_name = "asio_coro_uring";
+#else
+#define CM_MAKE_MODEL make_asio_coro
+constexpr const char* model_name = "asio_coro";
 #endif
-#define CM_STR2(x) #x
-#define CM_STR(x) CM_STR2(x)
-#define CM_CAT2(a, b) a##b
-#define CM_CAT(a, b) CM_CAT2(a, b)
 
 namespace cm::asio_coro {
 namespace {
+using boost::system::error_code;
+constexpr auto as_value = asio::as_tuple(asio::deferred);  // errors as values, not exceptions
+}  // namespace
+
+Loop::~Loop() = default;  // here, where LoopDb is complete
+
+void Loop::close_all() {
+  stopping = true;
+  error_code ignored;
+  acceptor.close(ignored);
+  sweep.cancel();
+  tick.cancel();
+  if (db) db->close_all();
+  for (Connection& c : connections)
+    c.close();
+}
+
+void Loop::drain() {
+  error_code ignored;
+  acceptor.close(ignored);
+  for (Connection& c : connections) {
+    if (!c.awaiting_request) continue;
+    c.deadline->passed = true;  // receive() ends as at its deadline: drained, the deadline is now
+    c.socket.cancel(ignored);
+  }
+}
+
+namespace {
+
+// [sweep-writes-asio_coro]
+/// One timer per loop checks every connection's write deadline, about once a second, until
+/// close_all() cancels it: nothing is armed per write (a steady_timer armed for each reply's write
+/// resets the reactor's timerfd at every request).
+awaitable<void> sweep_writes(Loop& loop) {
+  const auto limit = loop.state.options.write_timeout;
+  const auto period = std::min<Clock::duration>(limit, std::chrono::seconds(1));
+  while (!loop.stopping) {
+    loop.sweep.expires_after(period);
+    if (const auto [ec] = co_await loop.sweep.async_wait(as_value); ec) co_return;  // close_all()
+    const auto now = Clock::now();
+    for (Connection& c : loop.connections)
+      if (c.write_deadline < now) c.close();  // its async_write ends with an error: so does it
+  }
+}
+// [sweep-writes-asio_coro]
+
+// [turn-wheel-asio_coro]
+/// --timers wheel: fires the wheel's due waits each time `loop.tick` expires, and sets it again for
+/// the next tick that holds one, until close_all() cancels it.
+awaitable<void> turn_wheel(Loop& loop) {
+  while (!loop.stopping) {
+    loop.tick.expires_at(loop.wheel.next_wake().value_or(Timer::time_point::max()));
+    co_await loop.tick.async_wait(as_value);  // expired, or cancelled by an earlier arm
+    loop.wheel.advance(Clock::now());
+  }
+}
+// [turn-wheel-asio_coro]
+
+/// Accepts on `loop` until its acceptor is closed, one serve_connection coroutine per client.
+awaitable<void> accept_loop(Loop& loop) {
+  Timer backoff(loop.io.get_executor());
+  error_code ignored;
+  loop.acceptor.non_blocking(true, ignored);  // so that the draining accept() says would_block
+  for (;;) {
+    auto [ec, socket] = co_await loop.acceptor.async_accept(as_value);
+    if (loop.stopping || !loop.acceptor.is_open()) co_return;
+    if (ec) {  // one failed accept is not the server's end; out of fds, say so and pause
+      loop.state.accept_failed(ec.value());
+      backoff.expires_after(accept_backoff(ec.value()));
+      co_await backoff.async_wait(as_value);
+      continue;
+    }
+    asio::co_spawn(loop.io, serve_connection(Connection(std::move(socket)), loop), asio::detached);
+    // Then what the backlog holds, up to cm::accepts_per_turn, without waiting for readiness.
+    for (int i = 1; i < accepts_per_turn; ++i) {
+      Socket more = loop.acceptor.accept(ec);
+      if (ec) break;  // would_block: the backlog is empty (an error: the next async_accept)
+      asio::co_spawn(loop.io, serve_connection(Connection(std::move(more)), loop), asio::detached);
+    }
+  }
+}
 
 class AsioServer final : public LoopServer {
  public:
   explicit AsioServer(ServerOptions options)
-      : LoopServer(std::move(options), CM_STR(CM_ASIO_MODEL), /*nonblocking=*/true),
+      : LoopServer(std::move(options), model_name, /*nonblocking=*/true),
         pool_(state_.options.blocking_threads) {}
   ~AsioServer() override { stop(); }
 
@@ -72,7 +155,7 @@ class AsioServer final : public LoopServer {
     int domain = AF_INET;
     socklen_t size = sizeof domain;
     ::getsockopt(listener.get(), SOL_SOCKET, SO_DOMAIN, &domain, &size);
-    boost::system::error_code ec;
+    error_code ec;
     loop.acceptor.assign(domain == AF_INET6 ? tcp::v6() : tcp::v4(), listener.get(), ec);
     if (ec) throw std::system_error(ec, "asio acceptor assign");
     listener.release();  // the acceptor owns the fd now
@@ -103,7 +186,7 @@ class AsioServer final : public LoopServer {
 
 // The one symbol the shared asio_coro_uring library exports (see CMakeLists.txt).
 namespace cm::models {
-__attribute__((visibility("default"))) std::unique_ptr<Server> CM_CAT(make_, CM_ASIO_MODEL)(
+__attribute__((visibility("default"))) std::unique_ptr<Server> CM_MAKE_MODEL(
     const ServerOptions& options) {
   return std::make_unique<asio_coro::AsioServer>(options);
 }
