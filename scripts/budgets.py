@@ -50,7 +50,12 @@ OWED = {
     # loop's pool in each model (their waits are in db.cpp, counted apart), and libuv's deferred
     # accept out of descriptors (+14). Issue 36 pays these down with the rest.
     ("model-lines", "asio_coro/src"): 486,
-    ("model-lines", "libuv_callbacks/src"): 471,
+    # libuv_callbacks raised once more (471 -> 501), by issue 36's own rule: the 471 counted 17
+    # squeezed statements, which the squeezed budget made plain lines (+37 at 561da8d, nothing else
+    # changed); then a request read late at its deadline (+11) and a write deadline counted from
+    # the last write that progressed (+9); paid back 27 (one write_reply per step, execute() giving
+    # its outcome, the Query's step in db.cpp, one count from libuv's clock).
+    ("model-lines", "libuv_callbacks/src"): 501,
     ("model-lines", "uring_coro/src"): 420,
     ("function", "harness/load/tests/test_server.cpp:TestServer::serve"): 97,
 }

@@ -7,17 +7,14 @@
 #include "connection.hpp"
 
 #include <algorithm>
+#include <utility>
+
+#include "cm/net.hpp"
 
 namespace cm::libuv_callbacks {
 namespace {
 
 Connection* of(auto* handle) { return static_cast<Connection*>(handle->data); }
-
-std::uint64_t ms_until(std::chrono::steady_clock::time_point deadline) {
-  const auto left =
-      std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-  return left.count() > 0 ? static_cast<std::uint64_t>(left.count()) : 0;
-}
 
 }  // namespace
 
@@ -47,17 +44,26 @@ void Connection::read() {
 }
 
 void Connection::wait_for_request() {
-  if (loop_.state.draining()) return on_deadline(&timer_);  // no new request while draining
-  uv_timer_start(&timer_, on_deadline, ms_until(session_.deadline()), 0);
+  uv_timer_start(&timer_, on_deadline, loop_.timeout_until(loop_.state.read_deadline(session_)), 0);
   if (!reading_) read();
 }
 
 void Connection::on_deadline(uv_timer_t* timer) {
   Connection* c = of(timer);
+  // libuv runs due timers before it polls: after a turn that blocked, a request sent in time may
+  // wait unread. That is the loop's lateness, not a slow client: let this turn's poll read it,
+  // and look at the deadline again 1 ms on (a timer set for 0 ms from its own callback would run
+  // again in the same pass over the timers, before any poll).
+  uv_os_fd_t fd = -1;  // stays -1 if libuv has none: bytes_unread(-1) is 0
+  uv_fileno(reinterpret_cast<uv_handle_t*>(c->stream()), &fd);
+  if (!c->loop_.state.draining() && bytes_unread(fd) > 0) {
+    uv_timer_start(timer, on_deadline, 1, 0);
+    return;
+  }
   c->out_.clear();
   if (!c->session_.expire(c->out_, Moment::now())) return c->close();  // idle: without a word
   c->serving_ = true;
-  if (c->write_now(nullptr)) c->linger();  // a partial request gets its 408, then a linger
+  if (c->write_now()) c->linger();  // a partial request gets its 408, then a linger
 }
 
 void Connection::on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
@@ -86,67 +92,45 @@ void Connection::serve() {
     serving_ = true;
     uv_timer_stop(&timer_);
     plan_ = std::move(*plan);
-    if (!execute()) return;  // the step is away: resume() comes back here
-    if (outcome_ == Outcome::stopped) return close();
-    if (!write_now(&reply_for(plan_, outcome_))) return;  // the write is away: on_written
-    if (!session_.keep_alive()) return linger();
+    const std::optional<Outcome> now = execute();
+    if (!now) return;            // the step is away: resume() comes back here
+    if (!respond(*now)) return;  // the write is away (on_written), or the connection ends
   }
   serving_ = false;
-  peer_closed_ ? close() : wait_for_request();
+  if (peer_closed_) return close();
+  wait_for_request();
 }
 
 // Runs the step where cm::venue() says; nothing blocks the loop unless the options ask for it.
 // [plan-visit-libuv_callbacks]
-bool Connection::execute() {  // true: done now, outcome_ says how
-  switch (loop_.state.venue(plan_, session_.tag())) {
+std::optional<Outcome> Connection::execute() {  // none: the step is away, resume() brings it
+  const Venue where = loop_.state.venue(plan_, session_.tag());
+  switch (where) {
     case Venue::timer: return wait(std::get<Wait>(plan_).duration);  // a uv_timer_t in here
-    case Venue::loop: return outcome_ = perform(plan_, loop_.state.sleeper, session_.tag()), true;
+    case Venue::loop: return perform(plan_, loop_.state.sleeper, session_.tag());
     case Venue::pool: return queue_work();       // uv_queue_work; back on the loop when done
     case Venue::thread: return start_thread();   // a call thread; back through back_
-    case Venue::database: return start_query();  // a uv_poll_t on its socket (db.cpp)
+    case Venue::database: return DbQuery::start(*this);  // a uv_poll_t on its socket (db.cpp)
   }
-  return true;
+  unhandled(where);
 }
 // [plan-visit-libuv_callbacks]
 
-bool Connection::wait(std::chrono::milliseconds duration) {
-  if (duration.count() == 0) return outcome_ = Outcome::done, true;
-  wait_until_ = std::chrono::steady_clock::now() + duration;
+std::optional<Outcome> Connection::wait(std::chrono::milliseconds duration) {
+  if (duration.count() == 0) return Outcome::done;
+  const auto due = Clock::now() + duration;
   if (loop_.state.options.timers == Timers::wheel) {  // a place in the loop's wheel
-    if (loop_.wheel.arm(waiting_, wait_until_, [this] { resume(Outcome::done); })) loop_.set_tick();
-    return false;
+    if (loop_.wheel.arm(waiting_, due, [this] { resume(Outcome::done); })) loop_.set_tick();
+    return std::nullopt;
   }
-  uv_timer_start(&timer_, on_wait_timer, ms_until(wait_until_), 0);
-  return false;
+  uv_timer_start(&timer_, [](uv_timer_t* t) { of(t)->resume(Outcome::done); },
+                 loop_.timeout_until(due), 0);
+  return std::nullopt;
 }
 
-// [turn-wheel-libuv_callbacks]
-void Loop::set_tick() {
-  const auto wake = wheel.next_wake();
-  if (!wake) return (void)uv_timer_stop(&tick);
-  // libuv counts a timeout in whole ms from its clock (CLOCK_MONOTONIC, as steady_clock, cut to
-  // the ms): from there, to the first ms at or after the wake, so that the tick is never early.
-  uv_update_time(&uv);
-  const std::chrono::steady_clock::time_point uv_time{std::chrono::milliseconds(uv_now(&uv))};
-  const auto timeout = std::chrono::ceil<std::chrono::milliseconds>(*wake - uv_time).count();
-  uv_timer_start(&tick, [](uv_timer_t* t) {
-    auto* loop = static_cast<Loop*>(t->data);
-    loop->wheel.advance(std::chrono::steady_clock::now());  // each due wait's resume()
-    loop->set_tick();
-  }, static_cast<std::uint64_t>(std::max<std::int64_t>(timeout, 0)), 0);
-}
-// [turn-wheel-libuv_callbacks]
-
-void Connection::on_wait_timer(uv_timer_t* timer) {
-  // libuv's clock is whole ms, read once per loop turn: a timer can fire up to a few ms early.
-  const std::uint64_t left = ms_until(of(timer)->wait_until_);
-  if (left == 0) return of(timer)->resume(Outcome::done);
-  uv_timer_start(timer, on_wait_timer, left, 0);
-}
-
-bool Connection::queue_work() {
+std::optional<Outcome> Connection::queue_work() {
   ticket_ = loop_.state.admission.enter();
-  if (!ticket_) return outcome_ = Outcome::refused, true;  // the pool is full: 503
+  if (!ticket_) return Outcome::refused;  // the pool is full: 503
   away_ = Away::pool;
   auto work = [](uv_work_t* w) {  // on a pool thread; the loop does not touch plan_ meanwhile
     of(w)->outcome_ = perform(of(w)->plan_, of(w)->loop_.state.sleeper, of(w)->session_.tag());
@@ -156,60 +140,81 @@ bool Connection::queue_work() {
     of(w)->resume(status == 0 ? of(w)->outcome_.load() : Outcome::stopped);
   };
   uv_queue_work(&loop_.uv, &work_, work, done);  // fails only for a null callback
-  return false;
+  return std::nullopt;
 }
 
-bool Connection::start_thread() {
+std::optional<Outcome> Connection::start_thread() {
   if (!back_.loop) {  // the first call thread of this connection: its way back, kept till close
     uv_async_init(&loop_.uv, &back_, [](uv_async_t* a) { of(a)->resume(of(a)->outcome_); });
     back_.data = this;
     ++handles_open_;
   }
-  // NOTE: the thread reads plan_, stores outcome_, uv_async_send()s; close() waits while away_.
+  // NOTE: the thread reads plan_, stores outcome_, uv_async_send()s; close() waits while away_
+  // (set before the outcome can come back: back_'s callback runs on this loop's thread).
+  auto post_back = [this](Outcome o) {
+    outcome_ = o;
+    uv_async_send(&back_);
+  };
+  if (!loop_.state.call_threads.start(plan_, loop_.state.sleeper, session_.tag(), post_back))
+    return Outcome::refused;  // no thread to be had: 503
   away_ = Away::thread;
-  auto post_back = [this](Outcome o) { outcome_ = o, uv_async_send(&back_); };
-  if (loop_.state.call_threads.start(plan_, loop_.state.sleeper, session_.tag(), post_back))
-    return false;
-  away_ = Away::no;
-  return outcome_ = Outcome::refused, true;  // no thread to be had: 503
+  return std::nullopt;
 }
 
 void Connection::resume(Outcome outcome) {  // the step came back; answer, and go on
   away_ = Away::no;
-  if (closing_ || outcome == Outcome::stopped) return close();  // close() may have come meanwhile
-  if (!write_now(&reply_for(plan_, outcome))) return;
-  session_.keep_alive() ? serve() : linger();
+  if (respond(outcome)) serve();
 }
 
-bool Connection::write_now(const Reply* reply) {  // the reply, or what out_ holds already
-  if (reply) out_.clear(), session_.write_reply(*reply, out_, Moment::now());
+bool Connection::respond(Outcome outcome) {  // true: written at once, and the connection goes on
+  if (closing_ || outcome == Outcome::stopped) return close_now();  // close() may have come
+  out_.clear();
+  session_.write_reply(plan_, outcome, out_, Moment::now());
+  if (!write_now()) return false;
+  if (session_.keep_alive()) return true;
+  linger();
+  return false;
+}
+
+bool Connection::write_now() {  // out_, at once (true) or by a write request (on_written)
   // uv_try_write first: a reply written at once needs no write request, and libuv 1.44 then does
   // not touch the socket's epoll registration (after a uv_write, uv__drain does, once per reply).
   uv_buf_t buf = uv_buf_init(out_.data(), static_cast<unsigned>(out_.size()));
   const int n = uv_try_write(stream(), &buf, 1);
   if (n == static_cast<int>(buf.len)) return true;
-  if (n < 0 && n != UV_EAGAIN) return close(), false;
-  buf.base += std::max(n, 0), buf.len -= std::max(n, 0);  // NOTE: uv_write keeps this pointer
-  if (uv_write(&write_, stream(), &buf, 1, on_written) != 0) return close(), false;  // out_ stays
-  // The write deadline: the connection's timer, idle while a reply is written, closes it if the
-  // client has not taken the rest by then; on_written's next step sets the timer to what follows.
+  if (n < 0 && n != UV_EAGAIN) return close_now();
+  const auto sent = static_cast<unsigned>(std::max(n, 0));
+  buf.base += sent;  // NOTE: uv_write keeps this pointer (into out_, which stays)
+  buf.len -= sent;
+  if (uv_write(&write_, stream(), &buf, 1, on_written) != 0) return close_now();
+  // The write deadline: the connection's timer, idle while a reply is written, looks every
+  // write_timeout whether the client took a byte since; on_written's next step resets the timer.
+  unsent_ = buf.len;
   const auto limit = static_cast<std::uint64_t>(loop_.state.options.write_timeout.count());
-  uv_timer_start(&timer_, [](uv_timer_t* t) { of(t)->close(); }, limit, 0);
+  uv_timer_start(&timer_, on_write_deadline, limit, limit);
   return false;
 }
 
+void Connection::on_write_deadline(uv_timer_t* timer) {  // closes a client that took no byte
+  Connection* c = of(timer);
+  const std::size_t unsent = uv_stream_get_write_queue_size(c->stream());
+  if (unsent >= std::exchange(c->unsent_, unsent)) c->close();
+}
+
 void Connection::on_written(uv_write_t* write, int status) {  // < 0: gone, or closing
-  if (status < 0) return of(write)->close();
-  of(write)->session_.keep_alive() ? of(write)->serve() : of(write)->linger();
+  Connection* c = of(write);
+  if (status < 0) return c->close();
+  if (c->session_.keep_alive()) return c->serve();  // the next request
+  c->linger();
 }
 
 void Connection::linger() {
   // cm::Linger: half-close (the FIN follows the reply), then discard input till EOF or deadline.
-  linger_.emplace(std::chrono::steady_clock::now());
+  linger_.emplace(Clock::now());
   const bool half_closed = uv_shutdown(&shutdown_, stream(), [](uv_shutdown_t*, int) {}) == 0;
   if (peer_closed_ || !half_closed) return close();  // nothing more will come
   uv_timer_start(
-      &timer_, [](uv_timer_t* t) { of(t)->close(); }, ms_until(linger_->deadline()), 0);
+      &timer_, [](uv_timer_t* t) { of(t)->close(); }, loop_.timeout_until(linger_->deadline()), 0);
   if (!reading_) read();
 }
 

@@ -18,7 +18,7 @@
 
 namespace cm::libuv_callbacks {
 
-class Connection;
+using Clock = std::chrono::steady_clock;
 
 /// One uv_loop_t and its listening socket, touched by its own thread only (and by wake_up()).
 struct Loop {
@@ -27,7 +27,10 @@ struct Loop {
   void listen(Fd socket);             ///< uv_tcp_open + uv_listen; throws std::system_error
   void run();                         ///< the loop's thread: uv_run, then uv_loop_close
   /// From any thread: drain, or stop (close everything, let uv_run return); stop comes last.
-  void wake_up(bool stop) { stopping = stopping || stop, uv_async_send(&wake); }
+  void wake_up(bool stop) {
+    if (stop) stopping = true;
+    uv_async_send(&wake);
+  }
 
   ServerState& state;
   uv_loop_t uv{};
@@ -36,6 +39,8 @@ struct Loop {
   TimerWheel wheel;     ///< --timers wheel: where the Waits are, turned by `tick`
   uv_timer_t tick{};    ///< set for the wheel's next tick, by set_tick()
   void set_tick();      ///< (re)starts `tick` for the wheel's next wake, if any
+  /// The timeout of a uv_timer_t that ends at `deadline`, never before (libuv's clock is coarser).
+  std::uint64_t timeout_until(Clock::time_point deadline) const;
   uv_timer_t retry{};   ///< out of descriptors: takes the connection libuv accepted, a while later
   void defer_accept();  ///< says so; libuv accepts no more until uv_accept takes the one it has
   std::unique_ptr<LoopDb> db;           ///< --db, readiness: this loop's database connections
@@ -50,11 +55,9 @@ class Connection {
   static void on_connection(uv_stream_t* listener, int status);  ///< the listener's callback
   void close();  ///< closes its handles now, or when its offloaded step comes back
   /// The server drains: a connection that waits for a request is ended as if its deadline came.
-  void drain() { serving_ || linger_ || closing_ ? void() : on_deadline(&timer_); }
-  /// db.cpp: the loop's database pool hands this connection's Query the connection `slot`.
-  void on_database_slot(std::size_t slot);
-  /// db.cpp: the server stops during this connection's Query.
-  void stop_query();
+  void drain() {
+    if (!serving_ && !linger_ && !closing_) on_deadline(&timer_);
+  }
 
  private:
   explicit Connection(Loop& loop);
@@ -63,22 +66,25 @@ class Connection {
   void read();
   void wait_for_request();
   void serve();
-  bool execute();
-  bool wait(std::chrono::milliseconds duration);
-  bool queue_work();
-  bool start_thread();
-  bool start_query();
-  bool send_query(std::size_t slot);
-  void end_query();
-  static void on_database_readable(uv_poll_t* poll, int status, int events);
-  static void on_database_deadline(uv_timer_t* timer);
+  // Each starts the request's step: its outcome if it is done now, none while it is away.
+  std::optional<Outcome> execute();
+  std::optional<Outcome> wait(std::chrono::milliseconds duration);
+  std::optional<Outcome> queue_work();
+  std::optional<Outcome> start_thread();
+  friend struct DbQuery;  // the step of a Query (db.hpp)
   void resume(Outcome outcome);
-  bool write_now(const Reply* reply);
+  bool respond(Outcome outcome);
+  bool write_now();
+  /// A write that failed: the connection closes, and false (write_now()'s "not written").
+  bool close_now() {
+    close();
+    return false;
+  }
   void linger();
   static void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
   static void on_deadline(uv_timer_t* timer);
-  static void on_wait_timer(uv_timer_t* timer);
   static void on_written(uv_write_t* write, int status);
+  static void on_write_deadline(uv_timer_t* timer);
   static void on_closed(uv_handle_t* handle);
 
   // [connection-members-libuv_callbacks]
@@ -92,9 +98,9 @@ class Connection {
   Session session_;
   Plan plan_;                     ///< the request being answered, with its reply
   std::string out_;               ///< the response bytes; NOTE: unchanged until on_written
+  std::size_t unsent_ = 0;        ///< what the write request still held at the last look
   std::optional<Linger> linger_;  ///< set once a closing reply was written
   Admission::Ticket ticket_;      ///< the pool slot of a step in the pool
-  std::chrono::steady_clock::time_point wait_until_;  ///< when the Wait may be answered
   TimerWheel::Timer waiting_;  ///< --timers wheel: the Wait's place in the loop's wheel
   std::atomic<Outcome> outcome_{Outcome::done};  ///< set off the loop; uv_async_send orders nothing
   int handles_open_ = 2;  ///< tcp_, timer_ (and back_): freed when all are closed

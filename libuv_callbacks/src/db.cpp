@@ -43,85 +43,83 @@ void LoopDb::forget(std::size_t slot) {
 void LoopDb::release(std::size_t slot) {
   users[slot] = nullptr;
   if (polls[slot]) uv_poll_stop(polls[slot]);
-  if (const auto next = pool.release(slot)) next->waiter->on_database_slot(next->slot);
+  if (const auto next = pool.release(slot)) DbQuery::handed(*next->waiter, next->slot);
 }
 
 void LoopDb::close_all() {
   for (Connection* waiter : pool.refuse_waiters())
-    waiter->stop_query();
+    DbQuery::stop(*waiter);
   for (std::size_t slot = 0; slot < users.size(); ++slot) {
     forget(slot);
     if (Connection* user = std::exchange(users[slot], nullptr)) {
       connections[slot].abandon();
-      user->stop_query();
+      DbQuery::stop(*user);
     }
   }
 }
 
 // [db-wait-libuv_callbacks]
-bool Connection::start_query() {  // true: answered now (a 503), as execute() says
-  if (loop_.stopping) {
-    outcome_ = Outcome::stopped;
-    return true;
-  }
-  outcome_ = Outcome::done;  // the reply is the database's, or the 503 the Query carries
-  const auto grant = loop_.db->pool.acquire(this);
-  if (grant.result == DbPool<Connection*>::Result::refused) return true;  // the queue is full
-  if (grant.result == DbPool<Connection*>::Result::granted && !send_query(grant.slot)) return true;
-  away_ = Away::database;  // until on_database_readable or the deadline
-  const auto limit = static_cast<std::uint64_t>(loop_.state.options.db.timeout.count());
-  uv_timer_start(&timer_, on_database_deadline, limit, 0);
-  return false;
+std::optional<Outcome> DbQuery::start(Connection& c) {
+  if (c.loop_.stopping) return Outcome::stopped;
+  // From here the reply is the database's, or the 503 the Query carries: its outcome is `done`.
+  const auto grant = c.loop_.db->pool.acquire(&c);
+  if (grant.result == DbPool<Connection*>::Result::refused) return Outcome::done;  // queue full
+  if (grant.result == DbPool<Connection*>::Result::granted && !send(c, grant.slot))
+    return Outcome::done;
+  c.away_ = Connection::Away::database;  // until on_readable or the deadline
+  const auto limit = static_cast<std::uint64_t>(c.loop_.state.options.db.timeout.count());
+  uv_timer_start(&c.timer_, on_deadline, limit, 0);
+  return std::nullopt;
 }
 
-bool Connection::send_query(std::size_t slot) {  // false: the slot is given back, a 503
-  LoopDb& db = *loop_.db;
-  uv_poll_t* poll = db.open(slot, this);
-  if (poll && db.connections[slot].send(std::get<Query>(plan_).call) &&
-      uv_poll_start(poll, UV_READABLE, on_database_readable) == 0) {
-    db_slot_ = slot;
+bool DbQuery::send(Connection& c, std::size_t slot) {
+  LoopDb& db = *c.loop_.db;
+  uv_poll_t* poll = db.open(slot, &c);
+  if (poll && db.connections[slot].send(std::get<Query>(c.plan_).call) &&
+      uv_poll_start(poll, UV_READABLE, on_readable) == 0) {
+    c.db_slot_ = slot;
     return true;
   }
   db.release(slot);
   return false;
 }
 
-void Connection::on_database_readable(uv_poll_t* poll, int status, int /*events*/) {
-  Connection* c = of(poll);
-  DbConnection& db = c->loop_.db->connections[c->db_slot_];
+void DbQuery::on_readable(uv_poll_t* poll, int status, int /*events*/) {
+  Connection& c = *of(poll);
+  DbConnection& db = c.loop_.db->connections[c.db_slot_];
   const auto progress = status < 0 ? DbConnection::Progress::failed : db.read();
   if (progress == DbConnection::Progress::waiting) return;  // more of the result is to come
-  if (progress == DbConnection::Progress::done) std::get<Query>(c->plan_).reply = db.reply();
-  c->end_query();
+  if (progress == DbConnection::Progress::done) std::get<Query>(c.plan_).reply = db.reply();
+  end(c);
 }
 // [db-wait-libuv_callbacks]
 
-void Connection::on_database_slot(std::size_t slot) {  // handed on by a release, while away
-  if (!send_query(slot)) end_query();
+void DbQuery::handed(Connection& c, std::size_t slot) {
+  if (!send(c, slot)) end(c);
 }
 
-void Connection::on_database_deadline(uv_timer_t* timer) {
-  Connection* c = of(timer);
-  LoopDb& db = *c->loop_.db;
-  if (c->db_slot_ == none) {
-    db.pool.cancel(c);  // still in the queue
+void DbQuery::on_deadline(uv_timer_t* timer) {
+  Connection& c = *of(timer);
+  LoopDb& db = *c.loop_.db;
+  if (c.db_slot_ == none) {
+    db.pool.cancel(&c);  // still in the queue
   } else {
-    db.forget(c->db_slot_);  // the query runs on there: no late result for the next one
-    db.connections[c->db_slot_].abandon();
+    db.forget(c.db_slot_);  // the query runs on there: no late result for the next one
+    db.connections[c.db_slot_].abandon();
   }
-  c->end_query();
+  end(c);
 }
 
-void Connection::end_query() {
-  uv_timer_stop(&timer_);
-  if (db_slot_ != none) loop_.db->release(std::exchange(db_slot_, none));
-  resume(Outcome::done);
+void DbQuery::end(Connection& c) {
+  uv_timer_stop(&c.timer_);
+  if (c.db_slot_ != none) c.loop_.db->release(std::exchange(c.db_slot_, none));
+  c.resume(Outcome::done);
 }
 
-void Connection::stop_query() {
-  uv_timer_stop(&timer_);
-  db_slot_ = none;
-  resume(Outcome::stopped);
+void DbQuery::stop(Connection& c) {
+  uv_timer_stop(&c.timer_);
+  c.db_slot_ = none;
+  c.resume(Outcome::stopped);
 }
 
 }  // namespace cm::libuv_callbacks

@@ -7,11 +7,8 @@
 // The price is discipline: a callback that blocks stalls every connection of its loop, so /block
 // goes to libuv's pool (uv_queue_work) and back.
 //
-// What it needs: libuv >= 1.44 (Debian's libuv1-dev). libuv accepts on its own: it drains the
-// backlog on each readiness and, out of fds, accepts and closes with a spare one ("EMFILE trick").
-//
-// Try: build/bin/cm-server --model libuv_callbacks --port 8080 --threads 1, then
-//   for i in $(seq 100); do curl -s localhost:8080/delay/1000 & done; wait   # 1 s, not 100 s
+// What it needs: libuv >= 1.44 (Debian's libuv1-dev). Commands to try:
+// docs/models/libuv_callbacks.md.
 //
 // Shape: one uv_loop_t per thread (cm::LoopServer) with its own listener and connections
 // (connection.cpp); drain and stop reach it by uv_async_send, safe from another thread.
@@ -44,7 +41,8 @@ void on_wake(uv_async_t* wake) {
       [](uv_handle_t* handle, void* loop) {
         if (handle->type != UV_TCP || handle->data == loop) return;  // the listener
         auto* c = static_cast<Connection*>(handle->data);
-        static_cast<Loop*>(loop)->stopping ? c->close() : c->drain();
+        if (static_cast<Loop*>(loop)->stopping) return c->close();
+        c->drain();
       },
       &loop);
   if (!loop.stopping) return;
@@ -76,8 +74,29 @@ void Loop::defer_accept() {
   uv_timer_start(&retry, again, accept_backoff(EMFILE).count(), 0);
 }
 
+// [turn-wheel-libuv_callbacks]
+void Loop::set_tick() {
+  const auto wake = wheel.next_wake().value_or(Clock::time_point::max());  // none: never
+  uv_timer_start(&tick, [](uv_timer_t* t) {
+    auto* loop = static_cast<Loop*>(t->data);
+    loop->wheel.advance(Clock::now());  // each due wait's resume()
+    loop->set_tick();
+  }, timeout_until(wake), 0);
+}
+// [turn-wheel-libuv_callbacks]
+
+// libuv counts a timeout in whole ms from its loop's clock (CLOCK_MONOTONIC, as steady_clock, cut
+// to the ms and read once per turn): from there, to the first ms at or after the deadline.
+std::uint64_t Loop::timeout_until(Clock::time_point deadline) const {
+  const Clock::time_point uv_time{std::chrono::milliseconds(uv_now(&uv))};
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - uv_time).count();
+  return left > 0 ? static_cast<std::uint64_t>(left) : 0;
+}
+
 Loop::~Loop() {
-  if (!closed) wake_up(true), run();  // it never ran (start() failed half-way): close it now
+  if (closed) return;
+  wake_up(true);  // it never ran (start() failed half-way): close it now
+  run();
 }
 
 void Loop::listen(Fd socket) {
