@@ -49,7 +49,7 @@ OWED = {
     # Raised once, by issues 35 and 37 (474, 435, 409 before): the Venue::database case and the
     # loop's pool in each model (their waits are in db.cpp, counted apart), and libuv's deferred
     # accept out of descriptors (+14). Issue 36 pays these down with the rest.
-    ("model-lines", "asio_coro/src"): 486,
+    ("model-lines", "asio_coro/src"): 484,
     # libuv_callbacks raised once more (471 -> 501), by issue 36's own rule: the 471 counted 17
     # squeezed statements, which the squeezed budget made plain lines (+37 at 561da8d, nothing else
     # changed); then a request read late at its deadline (+11) and a write deadline counted from
