@@ -184,6 +184,7 @@ class Profile:
             doc = json.load(f)
         meta = doc.get("meta", {})
         self.servers = list(dict.fromkeys(t["server"] for t in doc.get("targets", [])))
+        self.claims = doc.get("claims", [])
         self.started = meta.get("started_utc")
         self.recorded, self.origin = self.recorded_trees(root, meta)
         self.records = []
@@ -317,10 +318,26 @@ def report_stale(judged, profiles: Profiles) -> int:
                 which = f" ({row[0]} {row[1]} x {row[2]})" if row else ""
                 print(f"    {moved_text(server, status, width=lambda t: t or '(none)')}{which}\n"
                       f"        {status.why}", file=sys.stderr)
-        print(f"    run: build/bin/cm-price verify {name}   (every claim holds: fresh again)\n"
-              f"     or: build/bin/cm-price {name}   (rerun), then docs/tools/figures.py --update",
-              file=sys.stderr)
+        print(what_to_run(profile), file=sys.stderr)
     return len(stale)
+
+
+def what_to_run(profile: Profile) -> str:
+    """The command that makes a profile's stale figures fresh again: a verification of exactly its
+    stale servers and the peers their claims are ratios to (a peer's figures depend on no code
+    here), or a rerun when the profile makes no claims to verify."""
+    rerun = f"build/bin/cm-price {profile.name}   (rerun), then docs/tools/figures.py --update"
+    if not profile.claims:
+        return f"    run: {rerun}\n        (its results make no claims, so only a rerun measures them)"
+    stale = {server for (server, _), status in profile.statuses.items() if not status.fresh}
+    names = set(stale)
+    for claim in profile.claims:
+        servers = claim_servers(claim)
+        if stale & set(servers):
+            names |= {s for s in servers if not folders_of(s)}
+    models = ",".join(s for s in profile.servers if s in names)
+    return (f"    run: build/bin/cm-price verify {profile.name} --models {models}   (every claim "
+            f"holds: fresh again)\n     or: {rerun}")
 
 
 def check(root: str, listing: bool) -> int:

@@ -94,9 +94,12 @@ class FreshnessTest(unittest.TestCase):
         self.git("commit", "-q", "-m", message)
         return self.git("rev-parse", "HEAD")
 
-    def write_results(self, meta: dict) -> None:
+    def write_results(self, meta: dict, claims: list | None = None) -> None:
         targets = [{"server": s, "variant": "standard", "rows": []} for s in SERVERS]
-        self.write("results/quick/results.json", json.dumps({"meta": meta, "targets": targets}))
+        doc = {"meta": meta, "targets": targets}
+        if claims is not None:
+            doc["claims"] = claims
+        self.write("results/quick/results.json", json.dumps(doc))
 
     def verification(self, trees: dict, verdicts: dict, started: str = STARTED) -> dict:
         claims = [{"id": f"plaintext {server}/nginx", "servers": [server, "nginx"],
@@ -139,9 +142,21 @@ class FreshnessTest(unittest.TestCase):
         for fresh in (LIBUV_FIG, NGINX_FIG, LIBUV_RATIO, "README.md:6:", "README.md:7:",
                       "libuv_callbacks:", "common/"):
             self.assertNotIn(fresh, done.stderr)
-        self.assertIn("run: build/bin/cm-price verify quick", done.stderr)
-        self.assertIn("or: build/bin/cm-price quick", done.stderr)
+        self.assertIn("run: build/bin/cm-price quick   (rerun)", done.stderr)
+        self.assertIn("its results make no claims, so only a rerun measures them", done.stderr)
         self.assertIn("freshness: 4 of 9 cited figures are stale", done.stderr)
+
+    def test_the_verification_to_run_names_the_stale_servers_and_the_peers_of_their_ratios(self):
+        claims = [{"id": f"plaintext {s}/nginx", "servers": [f"{s}/standard", "nginx"]}
+                  for s in ("asio_coro", "libuv_callbacks")]
+        claims.append({"id": "plaintext asio_coro_uring", "servers": ["asio_coro_uring"]})
+        self.write_results({"started_utc": STARTED, "provenance": {"trees": self.trees}}, claims)
+        self.touch_asio_coro()
+        done = self.run_tool()
+        self.assertEqual(done.returncode, 1, done.stdout)
+        self.assertIn("run: build/bin/cm-price verify quick --models asio_coro,asio_coro_uring,"
+                      "nginx   (every claim holds: fresh again)", done.stderr)
+        self.assertIn("or: build/bin/cm-price quick   (rerun)", done.stderr)
 
     def test_a_change_to_common_stales_every_model_but_not_a_peer(self):
         self.write("common/c.hpp", "\n", mode="a")
