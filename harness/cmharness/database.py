@@ -191,11 +191,6 @@ class Cluster:
         """Forgets the statements counted so far (pg_stat_statements_reset)."""
         self.sql("SELECT pg_stat_statements_reset()")
 
-    def queries_run(self):
-        """How many queries of the /db routes the database has completed since reset_counts():
-        pg_stat_statements' calls of the two statements (common/src/database.cpp's SQL)."""
-        return self.query_counts()[0]
-
     def query_counts(self):
         """(calls, ms): the queries of the /db routes completed since reset_counts() and the
         milliseconds the database spent executing them (pg_stat_statements' total_exec_time:

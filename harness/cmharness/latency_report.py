@@ -9,7 +9,6 @@ from . import charts, proc, profiles, provenance, results
 from .latency import HALF, KNEE_FACTOR, VALID_RATIO, dumps
 
 CHART = "latency.png"
-MARKERS = "osD^vP*X"
 
 
 def method(p, s):

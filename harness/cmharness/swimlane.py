@@ -14,8 +14,6 @@ import json
 
 #: The phases a Perfetto-openable trace from cm-server may hold.
 PHASES = {"M", "X", "b", "e", "i"}
-#: What perform() names the work of a step ("wait 100 ms", "block 100 ms", "cpu 2000 us").
-WORK_PREFIXES = ("wait ", "block ", "cpu ")
 #: The spans of a step handed away from the serving thread (cm::trace_venue).
 AWAY = ("on a timer (no thread)", "on the pool", "on a new thread")
 
