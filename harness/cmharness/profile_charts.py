@@ -24,8 +24,9 @@ Charts, by the profile's "chart" kind:
            as a ratio to the peer's in the same round with its 95% interval, and says which
            intervals overlap ("no ranking measured"). Any other panel: each server's median rps
            as a bar, the 95% interval of its efficiency (times its ceiling) as whiskers, every
-           ceiling that applies as a mark (black: the one that binds; one off the scale written
-           at the top) and the efficiency above the bar.
+           ceiling that applies as a mark (black: the one that binds; one more than REACH times
+           the panel's tallest bar written at the top instead, so a bar far below its ceiling
+           stays visible) and the efficiency above the bar.
   offload  offload.png: a panel per request kind, each async model's rps inline / pool / thread,
            drawn as the bars are.
 """
@@ -361,14 +362,14 @@ def ratio_panel(ax, rs, xs, colors, ratios, ref):
     ax.set_ylabel(f"rps / {ref}'s rps in the same round")
 
 
-def ceiling_marks(ax, r, x, top):
-    """Every ceiling of a row as a mark across its bar (black and thick: the one that binds); those
-    above the panel's scale written at its top."""
+def ceiling_marks(ax, r, x, reach, top):
+    """Every ceiling of a row up to `reach` as a mark across its bar (black and thick: the one that
+    binds); those above it written at the panel's top."""
     off = []
     for kind, c in r["ceilings"].items():
         if c is None:
             continue
-        if c > top:
+        if c > reach:
             off.append(f"{SHORT[kind]} {compact(c)}")
             continue
         binds = r["lowest"] is not None and abs(c - r["lowest"]) <= 1e-9 * c
@@ -389,12 +390,16 @@ def named_ceilings(r, scale):
     return named or ([r["lowest"]] if r["lowest"] and r["lowest"] <= scale else [])
 
 
+WIDEST = 14  # characters of a label's line that fit over a bar: a longer "a = b" is cut after "="
+
+
 def bar_text(r):
     if r["cpu_ceiling_row"]:
         text = "= CPU\nceiling"
     else:
         eff = r["interval"].estimate if r["interval"] else r["efficiency"]
-        kind = binding(r).replace(" or ", "\nor ")
+        kind = "\n".join(line if len(line) <= WIDEST else line.replace(" = ", " =\n")
+                         for line in binding(r).replace(" or ", "\nor ").split("\n"))
         text = f"{compact(r['rps'])} rps:\n{eff:.0%} of\n{kind}" if eff is not None else \
             f"{compact(r['rps'])} rps"
     if r["starved"]:
@@ -402,20 +407,27 @@ def bar_text(r):
     return text
 
 
+#: A bar panel reaches at most this many times its tallest bar (or whisker): a ceiling higher
+#: than that is written at the top, not drawn, so that a row at 10% of its ceiling is still a bar
+#: a reader sees (results/db's /db/row/42, bound by the database's CPU, not the server's).
+REACH = 3.0
+
+
 def rps_panel(ax, rs, xs, colors):
     """Median rps as bars, the 95% interval of each efficiency (times its ceiling) as whiskers,
-    every ceiling as a mark, the efficiency and the ceiling that binds above the bar and above
-    that ceiling's mark."""
+    every ceiling within the panel's reach as a mark, the efficiency and the ceiling that binds
+    above the bar and above that ceiling's mark."""
     ax.bar(xs, [r["rps"] for r in rs], color=colors, width=0.6, zorder=2)
     tops = [efficiency_whisker(ax, x, r) for x, r in zip(xs, rs)]
     labelled = [max([r["lowest"] or 0] + named_ceilings(r, math.inf))
                 for r in rs if not r["cpu_ceiling_row"]]  # where each label will stand
+    reach = min(max(tops + labelled), REACH * max(tops))
     lines = max(bar_text(r).count("\n") + 1 for r in rs)  # a label of four lines needs room
-    scale = (1.4 + 0.12 * max(0, lines - 3)) * max(tops + labelled)
+    scale = (1.4 + 0.12 * max(0, lines - 3)) * reach
     for x, r, top in zip(xs, rs, tops):
         if not r["cpu_ceiling_row"]:
-            ceiling_marks(ax, r, x, scale)
-            top = max([top] + named_ceilings(r, scale))  # on the marks it names, not across
+            ceiling_marks(ax, r, x, reach, scale)
+            top = max([top] + named_ceilings(r, reach))  # on the marks it names, not across
         above(ax, x, top, bar_text(r))
     ax.set_ylim(0, scale)
     ax.set_ylabel("responses per second")

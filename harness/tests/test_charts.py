@@ -182,6 +182,37 @@ class GroupedBars(unittest.TestCase):
         self.assertEqual(xs, [0, 2 + self.plot.GAP, 1])
 
 
+class BarPanelScale(unittest.TestCase):
+    """A bar panel is scaled to its bars: a ceiling far above every bar is written at the top, not
+    drawn, so a row at a tenth of its ceiling is still a bar (results/db's /db/row/42)."""
+
+    @staticmethod
+    def row(rps, cpu):
+        return {"rps": rps, "interval": None, "efficiency": rps / cpu, "lowest": cpu,
+                "ceilings": {"CPU": cpu},
+                "bound": "cpu", "summary": {}, "cpu_ceiling_row": False, "starved": 0}
+
+    def drawn(self, rows):
+        fig, ax = plt.subplots()
+        profile_charts.rps_panel(ax, rows, list(range(len(rows))), ["tab:blue"] * len(rows))
+        top = ax.get_ylim()[1]
+        texts = [t.get_text() for t in ax.texts]
+        plt.close(fig)
+        return top, texts
+
+    def test_a_ceiling_ten_times_the_bars_is_written_at_the_top(self):
+        top, texts = self.drawn([self.row(10000, 100000), self.row(8000, 90000)])
+        self.assertLessEqual(top, 2 * profile_charts.REACH * 10000)
+        self.assertIn("\u2191 CPU 100k", texts)
+        self.assertIn("\u2191 CPU 90k", texts)
+
+    def test_a_ceiling_near_the_bars_is_drawn_across_them(self):
+        top, texts = self.drawn([self.row(10000, 12000), self.row(8000, 90000)])
+        self.assertGreater(top, 12000)
+        self.assertNotIn("\u2191 CPU 12k", texts)
+        self.assertIn("\u2191 CPU 90k", texts)
+
+
 def committed_pngs():
     return {p: os.stat(p).st_mtime_ns for p in glob.glob(os.path.join(RESULTS, "**", "*.png"),
                                                           recursive=True)}
@@ -225,6 +256,7 @@ class CommittedChartsRedraw(unittest.TestCase):
         plot = tool("plot")
         for profile, png in (("quick", "rps-vs-ceiling.png"), ("arena", "rps-vs-ceiling.png"),
                              ("wheel", "rps-vs-ceiling.png"), ("offload", "offload.png"),
+                             ("db", "rps-vs-ceiling.png"), ("seed-echo", "rps-vs-ceiling.png"),
                              ("delay-sweep", "rps-vs-connections.png")):
             with self.subTest(profile=profile):
                 out = self.out(profile)
