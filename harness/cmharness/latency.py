@@ -65,7 +65,8 @@ class LatencyRunner(Runner):
         p = self.profile
         server = self.servers[target.label]
         self.log(f"round {rnd + 1}/{p.rounds}: {target.label} {row.label()}: capacity")
-        cap = self.measure(target, server, row, rnd, duration_s=p.duration_s, warmup_s=p.warmup_s)
+        cap = self.measure(target, server, row, rnd, duration_s=p.window_s(target.variant),
+                           warmup_s=p.warmup_s)
         self._slot(target, row, "capacity")[rnd] = cap
         if not cap.ok or not cap.rps:
             return
@@ -75,7 +76,7 @@ class LatencyRunner(Runner):
             rate = cap.rps * pct / 100
             self.log(f"round {rnd + 1}/{p.rounds}: {target.label} {row.label()}: {pct:g}% "
                      f"= {rate:,.0f} rps")
-            m = self.measure(target, server, row, rnd, duration_s=p.duration_s,
+            m = self.measure(target, server, row, rnd, duration_s=p.window_s(target.variant),
                              warmup_s=p.warmup_s, extra=["--rate", f"{rate:.1f}"])
             m.cpu_ceiling_rps = cap.rps  # the capacity this share is of
             self._slot(target, row, pct)[rnd] = m

@@ -500,7 +500,8 @@ class Runner:
         p = self.profile
         idle_kib = server.readings().rss_kib if fresh else None
         ceiling, note = self.ceiling_for(target, server, row, rnd)
-        m = self.measure(target, server, row, rnd, duration_s=p.duration_s, warmup_s=p.warmup_s)
+        m = self.measure(target, server, row, rnd, duration_s=p.window_s(target.variant),
+                         warmup_s=p.warmup_s)
         if note and note[0] == "ceiling-failed":
             m.error = m.error or note[1]
         if idle_kib is not None:  # RSS per connection from the fresh server's idle RSS, not from

@@ -45,6 +45,11 @@ class Variant:
     # The models this variant runs ("all", "async" or a list of names): a flag only some
     # models take (--db-mode: how an async model waits) is not run on the others.
     models: "str | list" = "all"
+    # Its rows' windows last at least this long (s; 0: the profile's duration_s): a variant whose
+    # answers leave in batches needs a window of many batches, or a window holds a whole number of
+    # them and its rate is a multiple of one batch (db.json's driver on the loop:
+    # Profile.window_s).
+    min_duration_s: float = 0.0
 
 
 @dataclasses.dataclass
@@ -138,6 +143,11 @@ class Profile:
     # A PostgreSQL cluster for the run, every server pointed at it (--db): the /db/ routes.
     database: bool = False
     rows: list = dataclasses.field(default_factory=list)  # Row, CPU-ceiling rows first
+
+    def window_s(self, variant):
+        """The measured seconds of a row's window in this variant: the profile's, or longer where
+        the variant asks for more (Variant.min_duration_s)."""
+        return max(self.duration_s, variant.min_duration_s)
 
 
 def parse_delay(text):
@@ -267,11 +277,13 @@ def _published(doc):
 
 def _variant(spec, i):
     where = f"variants[{i}]"
-    _only(spec, {"name", "server_args", "models"}, where)
+    _only(spec, {"name", "server_args", "models", "min_duration_s"}, where)
     models = spec.get("models", "all")
     if not (models in ("all", "async") or (isinstance(models, list) and models)):
         raise ProfileError(f'{where}.models: "all", "async" or a list of models')
-    return Variant(spec["name"], list(spec.get("server_args", [])), models)
+    least = spec.get("min_duration_s")
+    least = 0.0 if least is None else float(_positive(least, where + ".min_duration_s"))
+    return Variant(spec["name"], list(spec.get("server_args", [])), models, least)
 
 
 def _rows(specs):

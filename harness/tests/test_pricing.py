@@ -282,6 +282,37 @@ class Runner(unittest.TestCase):
         self.assertIn((first.label, True, delay.connections), seen)
 
 
+    def test_a_variant_may_ask_for_longer_windows_than_the_profiles(self):
+        """A variant whose answers leave in batches (Asio's io_uring backend, 128 at a time, with
+        the database driver on its loop) is measured in windows of many batches; its CPU-ceiling
+        windows and the other variants' rows keep the profile's."""
+        p = profile(rounds=1, duration_s=1.0,
+                    variants=[{"name": "a"}, {"name": "slow", "min_duration_s": 20}])
+        self.assertEqual([p.window_s(v) for v in p.variants], [1.0, 20.0])
+        self.assertEqual(profile(duration_s=30, variants=[{"name": "slow", "min_duration_s": 20}])
+                         .window_s(profiles.Variant("slow", min_duration_s=20)), 30)
+        for bad in (0, -1, "20"):
+            with self.assertRaisesRegex(profiles.ProfileError, r"variants\[0\]\.min_duration_s"):
+                profile(variants=[{"name": "x", "min_duration_s": bad}])
+        targets, _ = price.plan_targets(p, ["asio_coro"], peers=False)
+        seen = []
+
+        class Windows(price.Runner):
+            def measure(self, target, server, row, rnd, *, duration_s, warmup_s, extra=()):
+                seen.append((target.variant.name, row.cpu_ceiling, duration_s))
+                return price.Measurement(rnd, 0, row, window_s=1.0, result=load.LoadResult.from_json(
+                    cm_load_json(50_000, row.connections, row.mean_delay_ms)))
+
+        r = Windows(p, price.Settings("bin", "work", [0], [1], progress=False), targets)
+        delay = next(row for row in p.rows if not row.cpu_ceiling)
+        for t in targets:
+            r.servers[t.label] = None
+            r.row_on(t, None, delay, 0)
+        rows = [(name, d) for name, ceiling, d in seen if not ceiling]
+        self.assertEqual(rows, [("a", 1.0), ("slow", 20.0)])
+        self.assertEqual({d for _, ceiling, d in seen if ceiling}, {p.ceiling_duration_s})
+
+
 class AFailedCeiling(unittest.TestCase):
     """A row whose back-to-back CPU-ceiling window failed has nothing to be priced against: the
     round is an error, not an efficiency against the next ceiling up (connections / delay)."""

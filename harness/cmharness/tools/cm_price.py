@@ -54,7 +54,8 @@ def parse_args(argv):
     ap.add_argument("--max-rounds", type=int, help="more rounds, up to this many, for a row whose "
                     "interval is still too wide to tell a change from the noise (default: the "
                     "profile's; verify: the larger of the committed run's and the profile's)")
-    ap.add_argument("--duration", type=float, help="measured seconds of each row's window")
+    ap.add_argument("--duration", type=float, help="measured seconds of each row's window "
+                    "(a variant's min_duration_s, where longer)")
     ap.add_argument("--warmup", type=float, help="warm-up seconds before each row's window")
     ap.add_argument("--timeout", type=int, help="cm-load --timeout in ms")
     ap.add_argument("--blocking-workers", type=int, help="the blocking model's --threads")
@@ -126,6 +127,8 @@ def method(p, s):
             f"more (and up to {MAX_CEILING_WINDOWS} windows in all while the row answered above "
             "the largest so far): the row is priced against the largest, and a round still above "
             f"its ceiling by more than {ABOVE_TOLERANCE:.1%} is a defect, not counted."
+            + "".join(f" The rows of {v.name} are measured for {p.window_s(v):g} s."
+                      for v in p.variants if p.window_s(v) > p.duration_s)
             + (f" A row whose efficiency interval is still wider than half its estimate gets "
                f"more rounds, up to {p.max_rounds}." if p.max_rounds > p.rounds else "")
             + memory)
