@@ -13,7 +13,8 @@ Why not 1 / (1 / plaintext rps + N us) for /cpu/N: it assumes a /cpu/N request's
 /plaintext request's does at saturation, and it need not. asio_coro_uring's ring runs its task
 work as soon as a completion arrives (Asio sets up its ring with no flags; uring_coro asks for
 DEFER_TASKRUN), so under /plaintext its recvmsg races cm-load's delivery into the same socket and
-spins on the socket's lock (perf: most of its CPU in native_queued_spin_lock_slowpath); under
+spins on the socket's lock (perf: a quarter to a third of its CPU in native_queued_spin_lock_slowpath,
+under tcp_recvmsg run from task work, 2026-12-07; docs/models/asio_coro.md); under
 /cpu/N it is computing when the next request lands, the race is gone, and it answered up to 113%
 of that formula (results/offload, 2026-12-02). N us of CPU per request is a bound no server can
 pass; what a row falls short of it is what its I/O and its offloading cost.
