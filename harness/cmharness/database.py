@@ -201,15 +201,35 @@ class Cluster:
         return int(calls), float(ms)
 
     def wait_idle(self, limit_s=10.0):
-        """Waits until no server connection runs a query (pg_stat_activity), limit_s at most:
-        a query a server still runs is counted once it completes. Whether it became idle."""
+        """Waits until no server connection runs a query (pg_stat_activity), limit_s at most (0:
+        looks once): a query a server still runs is counted once it completes. Whether it became
+        idle."""
         deadline = time.monotonic() + limit_s
-        while time.monotonic() < deadline:
+        while True:
             busy = int(self.sql("SELECT count(*) FROM pg_stat_activity WHERE "
                                 "application_name = 'cm-server' AND state = 'active'"))
             if busy == 0:
                 return True
+            if time.monotonic() >= deadline:
+                return False
             time.sleep(0.05)
+
+    def wait_quiet(self, quiet_s=0.5, limit_s=60.0):
+        """Waits until no /db query has run or completed for quiet_s, limit_s at most; whether it
+        did. A server can go on querying after its clients left: the driver on the loop works
+        through every request still queued in its sockets, 2,000 of them at /db/sleep/10 (20 s),
+        with a moment between two queries when none runs, which wait_idle() alone takes for the
+        end. A count reset then would give those queries to the next row."""
+        deadline = time.monotonic() + limit_s
+        calls = self.query_counts()[0]
+        quiet_since = time.monotonic()
+        while time.monotonic() < deadline:
+            if time.monotonic() - quiet_since >= quiet_s:
+                return True
+            time.sleep(0.05)
+            now = self.query_counts()[0]
+            if now != calls or not self.wait_idle(0):
+                calls, quiet_since = now, time.monotonic()
         return False
 
     def tally(self):
@@ -246,8 +266,11 @@ class Tally:
     count) costs its own backend some 30 ms of CPU to start; those backends have ended by then,
     or start after the reading, and are not counted."""
 
-    def __init__(self, cluster):
+    def __init__(self, cluster, quiet_limit_s=60.0):
         self.cluster = cluster
+        # What the row before still has the database do is not this row's: the count starts
+        # once the database is quiet (quiet_at_start says whether it got so in time).
+        self.quiet_at_start = cluster.wait_quiet(limit_s=quiet_limit_s)
         cluster.reset_counts()
         self.cpu_start = cluster.cpu_by_process()
 
@@ -256,7 +279,7 @@ class Tally:
         most; idle says whether none was left), so each is counted once it completes."""
         end = self.cluster.cpu_by_process()
         cpu_s = sum(max(0.0, t - self.cpu_start.get(pid, 0.0)) for pid, t in end.items())
-        idle = self.cluster.wait_idle(idle_limit_s)
+        idle = self.cluster.wait_quiet(limit_s=idle_limit_s)
         queries, exec_ms = self.cluster.query_counts()
         return Count(queries, cpu_s, exec_ms, idle)
 

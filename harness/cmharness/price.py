@@ -343,6 +343,10 @@ class Runner:
             if tally is not None:
                 count = tally.finish()
                 m.db_queries, m.db_cpu_s, m.db_exec_ms = count.queries, count.cpu_s, count.exec_ms
+                if not tally.quiet_at_start:
+                    m.notes.append(("db-busy-before", "the database was still running the "
+                                    "row before's queries a minute after it: some of them are "
+                                    "in this row's count"))
                 if not count.idle:
                     m.notes.append(("db-busy", "the database still ran queries 10 s after "
                                     "cm-load ended: those were not counted"))

@@ -88,6 +88,25 @@ class ClusterTest(unittest.TestCase):
         self.assertGreaterEqual(count.exec_ms, 411)
         self.assertLess(count.exec_ms, 411 + 1000)
 
+    def test_a_tally_starts_once_the_row_before_stopped_querying(self):
+        """A server still working through its queue after its clients left (the driver on the
+        loop) queries with gaps between queries: the next row's count starts after the last."""
+        psql_bin = os.path.join(database.bin_dir(), "psql")
+        query = "SELECT 10::int FROM pg_sleep(10::int / 1000.0)"
+        leftover = subprocess.Popen(
+            ["bash", "-c", f'for i in $(seq 12); do "{psql_bin}" "$0" -X -A -t -c "{query}"; done',
+             self.db.conninfo], env=dict(os.environ, PGAPPNAME="cm-server"),
+            stdout=subprocess.DEVNULL)
+        try:
+            time.sleep(0.2)  # it has begun
+            tally = self.db.tally()
+            self.assertIsNotNone(leftover.poll(), "the count started while it still queried")
+            count = tally.finish()
+        finally:
+            leftover.wait(timeout=60)
+        self.assertTrue(tally.quiet_at_start)
+        self.assertEqual(count.queries, 0)
+
     def test_its_processes_run_on_the_cpus_it_was_given(self):
         cpus = sorted(os.sched_getaffinity(0))[-1:]
         with database.Cluster(rows=10, cpus=cpus) as db:
