@@ -11,7 +11,6 @@ import collections
 import contextlib
 import math
 import os
-import re
 import shlex
 import signal
 import socket
@@ -21,7 +20,7 @@ import time
 from . import load as cm_load
 from . import proc, processes
 from .parsers import parse_h2load, parse_ss, parse_strace, parse_wrk
-from .servers import Server
+from .servers import Server, read_answer
 
 PLAINTEXT_BODY = b"Hello, World!"
 LOADS = ("wrk", "h2load", "delay")
@@ -45,22 +44,10 @@ def answer_size(port, path, timeout=5.0):
     """The bytes of one keep-alive answer to GET path, read whole."""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
         s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = s.recv(4096)
-            if not chunk:
-                raise RuntimeError(f"GET {path}: the connection closed before the answer's head")
-            data += chunk
-        head, body = data.split(b"\r\n\r\n", 1)
-        m = re.search(rb"(?im)^content-length:\s*(\d+)", head)
-        if not m or not head.startswith(b"HTTP/1.1 200"):
-            raise RuntimeError(f"GET {path}: {head.splitlines()[0]!r}, not a 200 with Content-Length")
-        while len(body) < int(m.group(1)):
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            body += chunk
-        return len(head) + 4 + int(m.group(1))
+        head, body = read_answer(s)
+    if not head.startswith(b"HTTP/1.1 200"):
+        raise RuntimeError(f"GET {path}: {head.splitlines()[0]!r}, not a 200")
+    return len(head) + 4 + len(body)
 
 
 def established(port, info):

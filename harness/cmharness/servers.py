@@ -10,6 +10,7 @@ The one server runner of the harness: every tool that starts a server starts it 
 import dataclasses
 import http.client
 import os
+import re
 import shutil
 import socket
 import tempfile
@@ -67,6 +68,31 @@ def accepts(port, timeout=1.0):
         return True
     except OSError:
         return False
+
+
+CONTENT_LENGTH = re.compile(rb"(?im)^content-length:[ \t]*(\d+)[ \t]*\r?$")
+
+
+def read_answer(sock):
+    """(head, body) of one HTTP answer with a Content-Length, read whole from `sock` (with the
+    timeout its caller set); RuntimeError when the server closes first or gives no length."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += _more(sock)
+    head, body = data.split(b"\r\n\r\n", 1)
+    length = CONTENT_LENGTH.search(head)
+    if length is None:
+        raise RuntimeError(f"an answer without a Content-Length: {head.splitlines()[0]!r}")
+    while len(body) < int(length.group(1)):
+        body += _more(sock)
+    return head, body
+
+
+def _more(sock):
+    chunk = sock.recv(4096)
+    if not chunk:
+        raise RuntimeError("the server closed the connection before it answered")
+    return chunk
 
 
 def get(port, path, timeout=5.0):

@@ -1,7 +1,9 @@
 """cmharness.servers: a Server started from another executable than bin_dir's cm-server (a wrapper
 script, as harness/waiting-cost --server gives it). A fake program stands for cm-server: it writes
-its --port-file and sleeps; no real server is started here."""
+its --port-file and sleeps; no real server is started here. And the one reader of an answer
+(servers.read_answer), on a socket pair."""
 import os
+import socket
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -36,6 +38,34 @@ class Program(unittest.TestCase):
     def test_without_it_bin_dirs_cm_server(self):
         with self.assertRaises(OSError):  # no cm-server in an empty folder: nothing else is tried
             servers.Server("asio_coro", bin_dir=tempfile.mkdtemp())
+
+
+
+class ReadAnswer(unittest.TestCase):
+    def pair(self):
+        a, b = socket.socketpair()
+        self.addCleanup(a.close)
+        self.addCleanup(b.close)
+        return a, b
+
+    def test_an_answer_read_whole_across_pieces(self):
+        client, server = self.pair()
+        server.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, ")
+        server.sendall(b"World!")
+        head, body = servers.read_answer(client)
+        self.assertEqual(body, b"Hello, World!")
+        self.assertTrue(head.startswith(b"HTTP/1.1 200"))
+
+    def test_an_answer_without_a_length_or_cut_short_is_an_error(self):
+        client, server = self.pair()
+        server.sendall(b"HTTP/1.1 200 OK\r\n\r\nHello")
+        with self.assertRaisesRegex(RuntimeError, "Content-Length"):
+            servers.read_answer(client)
+        client, server = self.pair()
+        server.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nHel")
+        server.close()
+        with self.assertRaisesRegex(RuntimeError, "closed"):
+            servers.read_answer(client)
 
 
 if __name__ == "__main__":
