@@ -8,7 +8,7 @@
 #   make cross-check / make micro   regenerate results/loadgen.md / results/micro.md
 #   make cost      regenerate results/cost.md: server CPU and system calls per request
 #   make abuse     slowhttptest's slow-client attacks against every model -> results/abuse/
-#   make waiting-cost   RSS per waiting request, every model -> results/waiting-cost/
+#   make waiting-cost   RSS per waiting request and per idle connection, every model -> results/waiting-cost/
 #
 # Binaries land in build/<preset>/bin; build/bin points at build/release/bin.
 
@@ -75,7 +75,8 @@ abuse: build
 	harness/abuse
 
 # RSS per waiting request: 10,000 on one loop for every async model and the Go and Tokio peers,
-# 512 threads for the blocking model, and the CPU each spends while they wait (5 s, nothing due)
+# 512 threads for the blocking model, and the CPU each spends while they wait (5 s, nothing due);
+# then the same per idle keep-alive connection (--idle; nginx and node too)
 # -> results/waiting-cost/ (one JSON each, with provenance, and README.md)
 WAITING_COST_STANDING_S ?= 5
 waiting-cost: build
@@ -87,6 +88,10 @@ waiting-cost: build
 	done
 	for p in go tokio; do \
 	  harness/waiting-cost --model $$p --threads 1 --waiting 10000 --standing-s $(WAITING_COST_STANDING_S) --json results/waiting-cost/$$p.json || exit 1; \
+	done
+	harness/waiting-cost --model blocking --idle --threads 512 --waiting 512 --standing-s $(WAITING_COST_STANDING_S) --json results/waiting-cost/blocking-idle.json
+	for m in $$(build/bin/cm-server --list-models | awk '$$1 != "blocking" {print $$1}') nginx node go tokio; do \
+	  harness/waiting-cost --model $$m --idle --threads 1 --waiting 10000 --standing-s $(WAITING_COST_STANDING_S) --json results/waiting-cost/$$m-idle.json || exit 1; \
 	done
 	harness/waiting-cost --summary results/waiting-cost
 

@@ -16,6 +16,13 @@ read-write mapping that N - 1 more threads add N - 1 of (each after its guard pa
 reported beside the resident bytes, never added to them. (The difference in virtual size would
 also count the malloc arenas new threads reserve, 64 MiB each, shared, up to 8 per CPU.)
 
+An idle keep-alive connection is measured the same way (`idle=True`): each connection asks
+`GET /plaintext` once, reads its answer whole, and then sends nothing, as a browser's or a client
+pool's spare connection does. What it holds between requests is the whole cost of keeping it: a
+connection object, its deadline's timer, and whatever buffer the model keeps lent while it waits.
+The connections still open at the end are counted: a server that closed some of them meanwhile
+would show a smaller cost than keeping them has.
+
 Pure measurement: no figure here is computed from anything but two /proc readings.
 """
 
@@ -27,6 +34,9 @@ import time
 from . import proc, servers
 
 WAIT = b"GET /delay/60000 HTTP/1.1\r\nHost: x\r\n\r\n"
+#: An idle connection's one request: answered at once, then the connection is kept and sends nothing.
+ASK_ONCE = b"GET /plaintext HTTP/1.1\r\nHost: x\r\n\r\n"
+ANSWER_TIMEOUT_S = 10.0
 #: Time for every request sent to be read, parsed and waiting before the second reading.
 SETTLE_S = 1.0
 
@@ -45,13 +55,17 @@ class WaitingCost:
     # The standing cost: ms of CPU a second the server spent while the requests waited and none
     # was due (its sweeps and ticks), read from /proc over standing_s (10 ms ticks); None: not read.
     standing_cpu_ms_per_s: "float | None" = None
+    # What each connection held: "waiting" (a request in /delay/60000) or "idle" (a keep-alive
+    # connection after its one answer); the connections the server still had open at the end.
+    holding: str = "waiting"
+    still_open: "int | None" = None
 
     def to_json(self):
         return dataclasses.asdict(self)
 
     @classmethod
     def from_json(cls, d):
-        return cls(**{k: d.get(k) for k in (f.name for f in dataclasses.fields(cls))})
+        return cls(**{k: d[k] for k in (f.name for f in dataclasses.fields(cls)) if k in d})
 
     def text(self):
         """"2.1 KiB", or "31 KiB (+8.0 MiB of stack reserved)" for a thread per request."""
@@ -74,14 +88,37 @@ def per_request(before, after, n):
     return (after - before) * 1024 // n if n > 0 else 0
 
 
-def hold_waiting(port, n, socks):
-    """Opens n connections to the server, each sending a request that waits a minute; they are
-    appended to `socks` (the caller closes them), then waits SETTLE_S."""
+def hold(port, n, socks, idle=False):
+    """Opens n connections to the server, appended to `socks` (the caller closes them): each sends
+    a request that waits a minute or, `idle`, one answered at once (read whole) and then nothing.
+    Then waits SETTLE_S."""
     for _ in range(n):
         s = socket.create_connection(("127.0.0.1", port))
         socks.append(s)
-        s.sendall(WAIT)
+        if idle:
+            s.settimeout(ANSWER_TIMEOUT_S)
+            s.sendall(ASK_ONCE)
+            servers.read_answer(s)
+            s.settimeout(None)
+        else:
+            s.sendall(WAIT)
     time.sleep(SETTLE_S)
+
+
+def still_open(socks):
+    """How many of the connections the server has neither closed nor reset."""
+    count = 0
+    for s in socks:
+        try:
+            data = s.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except BlockingIOError:  # nothing to read: open, and quiet
+            count += 1
+            continue
+        except OSError:  # reset
+            continue
+        if data:  # an unasked-for byte, but open
+            count += 1
+    return count
 
 
 def anonymous_mappings(pid):
@@ -126,20 +163,22 @@ def standing_cpu(server, seconds):
     return round((server.readings().cpu_s - start) * 1000 / seconds, 1)
 
 
-def _waiting_on(start, n, stop_grace_s=15.0, logs=None, standing_s=0.0):
-    """(before, after, standing) readings of a server start() gives, around n requests left
-    waiting, and its standing_cpu() while they wait. The server is stopped with SIGTERM (it
-    drains: none of the models notices that a waiting request's client left, so it waits out its
-    --drain-ms), then SIGKILL after stop_grace_s; what it printed is appended to `logs` when one
-    is given."""
+def _held_on(start, n, stop_grace_s=15.0, logs=None, standing_s=0.0, idle=False):
+    """(before, after, standing, still open) of a server start() gives: readings around n
+    connections held (hold(): requests left waiting, or `idle` connections), its standing_cpu()
+    while they are held, and how many it still had open after that. The server is stopped with
+    SIGTERM (it drains: none of the models notices that a waiting request's client left, so it
+    waits out its --drain-ms), then SIGKILL after stop_grace_s; what it printed is appended to
+    `logs` when one is given."""
     socks = []
     with start() as server:
         try:
             time.sleep(0.5)  # its threads started, its first allocations done
             before = _reading(server)
-            hold_waiting(server.port, n, socks)
+            hold(server.port, n, socks, idle)
             after = _reading(server)
             standing = standing_cpu(server, standing_s)
+            still = still_open(socks)
         finally:
             for s in socks:
                 s.close()
@@ -147,49 +186,57 @@ def _waiting_on(start, n, stop_grace_s=15.0, logs=None, standing_s=0.0):
             if logs is not None:
                 with open(server.log_path, errors="replace") as f:
                     logs.append(f.read())
-    return before, after, standing
+    return before, after, standing, still
 
 
-def measure_async(name, waiting, start, **stop):
-    """One server, n requests waiting: (after - before) / n. `start()` starts a fresh server."""
-    before, after, standing = _waiting_on(start, waiting, **stop)
-    return WaitingCost(name, waiting, after[1], before[0], after[0],
-                       per_request(before[0], after[0], waiting), None,
-                       f"one fresh server, RSS before and after {waiting:,} requests wait in "
-                       "/delay/60000, over their number", after[3], standing)
+def _holding(idle):
+    return "idle" if idle else "waiting"
 
 
-def measure_threads(name, waiting, start_with, **stop):
-    """A thread per waiting request: a server of 1 worker holding 1, one of n holding n, the
-    difference over n - 1 (resident and reserved). `start_with(threads)` starts a fresh one."""
-    if waiting < 2:
+def measure_async(name, n, start, idle=False, **stop):
+    """One server, n requests waiting (or n idle connections): (after - before) / n. `start()`
+    starts a fresh server."""
+    before, after, standing, still = _held_on(start, n, idle=idle, **stop)
+    held = (f"{n:,} keep-alive connections are each answered once (/plaintext) and left idle"
+            if idle else f"{n:,} requests wait in /delay/60000")
+    return WaitingCost(name, n, after[1], before[0], after[0], per_request(before[0], after[0], n),
+                       None, f"one fresh server, RSS before and after {held}, over their number",
+                       after[3], standing, _holding(idle), still)
+
+
+def measure_threads(name, n, start_with, idle=False, **stop):
+    """A thread per waiting request (or idle connection): a server of 1 worker holding 1, one of n
+    holding n, the difference over n - 1 (resident and reserved). `start_with(threads)` starts a
+    fresh one."""
+    if n < 2:
         raise ValueError("a thread per waiting request is measured across 1 and n > 1 workers")
     # The N-worker server first (its threads exist from its start until its drain ends: a reader
     # of /proc/meminfo meanwhile sees their kernel stacks), then the 1-worker reference, cut short.
-    _, many, standing = _waiting_on(lambda: start_with(waiting), waiting, **stop)
+    _, many, standing, still = _held_on(lambda: start_with(n), n, idle=idle, **stop)
     short = dict(stop, stop_grace_s=min(1.0, stop.get("stop_grace_s", 1.0)), logs=None,
                  standing_s=0.0)
-    _, one, _ = _waiting_on(lambda: start_with(1), 1, **short)
-    return WaitingCost(name, waiting, many[1], one[0], many[0],
-                       per_request(one[0], many[0], waiting - 1),
-                       stack_size(one[2], many[2], waiting - 1),
-                       f"two fresh servers, 1 worker holding 1 waiting request and {waiting:,} "
-                       f"holding {waiting:,}: the difference in RSS over {waiting - 1:,}; the "
-                       "stack each thread reserves, from /proc/PID/maps", many[3], standing)
+    _, one, _, _ = _held_on(lambda: start_with(1), 1, idle=idle, **short)
+    held = "idle connection" if idle else "waiting request"
+    return WaitingCost(name, n, many[1], one[0], many[0], per_request(one[0], many[0], n - 1),
+                       stack_size(one[2], many[2], n - 1),
+                       f"two fresh servers, 1 worker holding 1 {held} and {n:,} "
+                       f"holding {n:,}: the difference in RSS over {n - 1:,}; the "
+                       "stack each thread reserves, from /proc/PID/maps", many[3], standing,
+                       _holding(idle), still)
 
 
-def measure(name, waiting, *, loops=1, cpus=(), bin_dir=None, program=None, args=(), pool=None,
-            workdir=None, stop_grace_s=15.0, logs=None, standing_s=0.0):
-    """The waiting cost of a server of this name (a model of cm-server, or node): an async model
-    with `loops` event loops; the blocking model with one worker per waiting request. Each server
-    is stopped as _waiting_on says (a short stop_grace_s cuts its drain); standing_s > 0 also
-    reads its standing_cpu() while the requests wait."""
-    stop = {"stop_grace_s": stop_grace_s, "logs": logs, "standing_s": standing_s}
+def measure(name, n, *, loops=1, cpus=(), bin_dir=None, program=None, args=(), pool=None,
+            workdir=None, stop_grace_s=15.0, logs=None, standing_s=0.0, idle=False):
+    """The cost of n requests waiting (or, `idle`, n idle keep-alive connections) in a server of
+    this name (a model of cm-server, or a peer): an async model with `loops` event loops; the
+    blocking model with one worker per connection. Each server is stopped as _held_on says (a
+    short stop_grace_s cuts its drain); standing_s > 0 also reads its standing_cpu() meanwhile."""
+    stop = {"stop_grace_s": stop_grace_s, "logs": logs, "standing_s": standing_s, "idle": idle}
     def server(threads):
         return servers.Server(name, cpus=cpus, threads=threads, pool=pool, args=args,
                               bin_dir=bin_dir, program=program, workdir=workdir)
 
     if servers.kind_of(name) == "blocking":
-        return measure_threads(name, waiting, server, **stop)
-    return measure_async(name, waiting, lambda: server(loops if name not in ("node", "nginx") else None),
-                         **stop)
+        return measure_threads(name, n, server, **stop)
+    threads = None if name in ("node", "nginx") else loops  # one process, its own threads
+    return measure_async(name, n, lambda: server(threads), **stop)

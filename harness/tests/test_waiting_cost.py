@@ -1,7 +1,11 @@
 """harness/waiting-cost: the bytes per waiting request, and the line it prints (docs/exercises/10
 reads it). No server is started here."""
+import json
 import os
+import socket
 import sys
+import tempfile
+from unittest import mock
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -84,11 +88,63 @@ class StandingCpu(unittest.TestCase):
         self.assertEqual(waiting_cost.standing_text(0.0), "0")
 
 
+class IdleConnections(unittest.TestCase):
+    """--idle: the connections left open are counted, and said apart from waiting requests."""
+
+    def pair(self):
+        a, b = socket.socketpair()
+        self.addCleanup(a.close)
+        self.addCleanup(b.close)
+        return a, b
+
+    def test_still_open_counts_the_connections_the_server_did_not_close(self):
+        quiet, _ = self.pair()
+        talking, peer = self.pair()
+        peer.sendall(b"x")
+        closed, gone = self.pair()
+        gone.close()
+        self.assertEqual(memory.still_open([quiet, talking, closed]), 2)
+
+    def test_the_line_says_idle_connections_and_how_many_stayed_open(self):
+        figures = {"model": "nginx", "holding": "idle", "threads": 2, "waiting": 10000,
+                   "rss_before_kib": 1000, "rss_after_kib": 3500,
+                   "rss_per_waiting_request_bytes": 256, "vm_size_kib": 9000, "still_open": 10000}
+        self.assertEqual(waiting_cost.figures_line(figures),
+                         "model=nginx holding=idle threads=2 connections=10000 rss_before=1000KiB "
+                         "rss_after=3500KiB rss_per_idle_connection=256B vm_size=9000KiB "
+                         "still_open=10000")
+
+    def test_the_summary_puts_idle_connections_in_a_table_of_their_own(self):
+        def doc(model, holding, per):
+            return {"model": model, "holding": holding, "threads": 1, "waiting": 10, "timers": "model",
+                    "rss_before_kib": 1, "rss_after_kib": 2, "rss_per_waiting_request_bytes": per,
+                    "stack_reserved_bytes": None, "standing_cpu_ms_per_s": 0.0, "still_open": 10,
+                    "command": "harness/waiting-cost ...", "provenance": {"commit": {"head": "abc1234"}}}
+        with tempfile.TemporaryDirectory() as folder:
+            for name, d in {"uring_coro.json": doc("uring_coro", "waiting", 1787),
+                            "uring_coro-idle.json": doc("uring_coro", "idle", 3001)}.items():
+                with open(os.path.join(folder, name), "w") as f:
+                    json.dump(d, f)
+            waiting_cost.summary(folder)
+            with open(os.path.join(folder, "README.md")) as f:
+                page = f.read()
+        waiting, idle = page.split("## An idle keep-alive connection")
+        self.assertIn("| 1,787 |", waiting)
+        self.assertNotIn("3,001", waiting)
+        self.assertIn("| bytes per idle connection |", idle)
+        self.assertIn("| 3,001 | - | 10 | 0 |", idle)
+
+    def test_nginx_waits_on_no_request_here(self):
+        with mock.patch.object(sys, "argv", ["waiting-cost", "--model", "nginx"]):
+            with self.assertRaisesRegex(SystemExit, "--idle"):
+                waiting_cost.main()
+
+
 class Arguments(unittest.TestCase):
     def test_defaults(self):
         args = waiting_cost.parse_args(["--model", "asio_coro"])
-        self.assertEqual((args.waiting, args.threads, args.json, args.standing_s),
-                         (1000, None, None, 0.0))
+        self.assertEqual((args.waiting, args.threads, args.json, args.standing_s, args.idle),
+                         (1000, None, None, 0.0, False))
         self.assertTrue(args.server.endswith("cm-server"))
 
     def test_threads_is_a_number(self):
