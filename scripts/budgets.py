@@ -10,6 +10,9 @@ The budgets (docs/design-notes.md says why each is what it is):
                   its wait on the database (src/db.cpp, src/db.hpp) is counted apart:
     db-lines      each of a model's database files at most 150 lines (issue 37)
     tool-lines    a harness tool (harness/cmharness/tools/*.py) at most 300 lines: a thin shell
+    harness-lines the harness's Python, its core and its tools with their launchers (its tests
+                  left out), at most 8,500 lines in all: the measuring engine stays smaller than
+                  what it measures would let it grow (issue 36)
     function      a function at most 80 lines, in harness/, common/, servers/ and every model
                   (Python functions from the ast; C++ function bodies by their braces)
     squeezed      no squeezed statement in the code (not the tests) of a model, common/ or servers/:
@@ -38,6 +41,7 @@ MODEL_LINES = 400
 DB_LINES = 150
 DB_FILES = ("db.cpp", "db.hpp")
 TOOL_LINES = 300
+HARNESS_LINES = 8_500
 FUNCTION_LINES = 80
 FUNCTION_FOLDERS = ("harness", "common", "servers") + MODELS
 SQUEEZE_FOLDERS = ("common", "servers") + MODELS
@@ -58,6 +62,10 @@ OWED = {
     ("model-lines", "libuv_callbacks/src"): 501,
     ("model-lines", "uring_coro/src"): 420,
     ("function", "harness/load/tests/test_server.cpp:TestServer::serve"): 97,
+    # Set when this budget was (stop 55): issue 36 asks for 8,500 by removing what is written
+    # twice and what no result or test uses. Until then no change may add to the total without
+    # taking as much out elsewhere.
+    ("harness-lines", "harness"): 12_915,
 }
 
 
@@ -298,6 +306,12 @@ def tool_lines(root: str) -> list[Finding]:
             if os.path.basename(p) != "__init__.py"]
 
 
+def harness_lines(root: str) -> list[Finding]:
+    files = [p for p in files_under(root, "harness", (".py",))
+             if "tests" not in os.path.relpath(p, root).split(os.sep)]
+    return [Finding("harness-lines", "harness", sum(map(line_count, files)), HARNESS_LINES)]
+
+
 def python_functions(path: str) -> list[tuple[str, int, int]]:
     with open(path, errors="replace") as f:
         tree = ast.parse(f.read(), path)
@@ -341,7 +355,8 @@ def squeezed_statements(root: str) -> list[Finding]:
 
 
 def measure(root: str) -> list[Finding]:
-    return model_lines(root) + db_lines(root) + tool_lines(root) + function_lengths(root) + squeezed_statements(root)
+    return (model_lines(root) + db_lines(root) + tool_lines(root) + harness_lines(root)
+            + function_lengths(root) + squeezed_statements(root))
 
 
 def verdicts(findings: list[Finding], owed: dict) -> tuple[list[str], list[str]]:

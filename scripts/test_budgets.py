@@ -74,6 +74,18 @@ class Budgets(unittest.TestCase):
         self.assertEqual(status, 1)
         self.assertIn("harness/cmharness/tools/cost.py: tool-lines 301, over budget 300", out)
 
+    def test_the_harness_over_8500_lines_fails_its_tests_left_out(self):
+        os.makedirs(os.path.join(self.repo.root, "harness/tests"))
+        self.repo.write("harness/cmharness/core.py", "x = 1\n" * 5000)
+        self.repo.write("harness/cmharness/tools/a.py", "x = 1\n" * 200)
+        self.repo.write("harness/tool", "#!/usr/bin/python3\n" + "x = 1\n" * 3299)
+        self.repo.write("harness/tests/test_core.py", "x = 1\n" * 9000)
+        self.assertEqual(self.repo.run()[0], 0, "8,500 lines hold; the tests are not counted")
+        self.repo.write("harness/tool", "#!/usr/bin/python3\n" + "x = 1\n" * 3300)
+        status, out = self.repo.run()
+        self.assertEqual(status, 1)
+        self.assertIn("harness: harness-lines 8501, over budget 8500", out)
+
     def test_a_python_function_over_80_lines_fails_and_one_of_80_passes(self):
         self.repo.write("harness/cmharness/ok.py", "def fine():\n" + lines(79))
         self.assertEqual(self.repo.run()[0], 0)
