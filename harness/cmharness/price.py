@@ -390,8 +390,8 @@ class Runner:
         cpu0 = server.cpu_seconds()
         kids0 = _children_cpu()
         run = launch(sample)
-        if run.result is None:
-            m.error = f"cm-load {run.status}: {run.log_tail}"
+        if run.result is None or run.result.duration_s <= 0:  # a server that took no connection
+            m.error = f"cm-load {run.status}, no window measured: {run.log_tail}"
             return
         sample(time.monotonic() + 1)
         m.result, m.window_s = run.result, run.result.duration_s

@@ -216,6 +216,24 @@ class Runner(unittest.TestCase):
         self.assertEqual(busy.calls, 3)
         self.assertGreaterEqual(waited, 0.16)
 
+    def test_a_window_cm_load_could_not_open_is_an_error_not_a_crash(self):
+        """A server that took no connection (its loop stuck): cm-load writes a result with no
+        window, and the row is an error naming it."""
+        class Stuck:
+            def cpu_seconds(self):
+                return 1.0
+
+        doc = cm_load_json(0, 128)
+        doc.update(duration_s=0.0, connections_open=0, requests=0)
+        empty = load.LoadResult.from_json(doc)
+        targets, _ = price.plan_targets(profile(), ["asio_coro"], peers=False)
+        r = price.Runner(profile(), price.Settings("bin", "work", [0], [1], progress=False), targets)
+        m = price.Measurement(0, 0, profile().rows[0])
+        r._run_window(m, Stuck(), lambda on_poll: load.LoadRun(
+            empty, "exit 1", None, "cm-load: no connection could be opened", 30.0))
+        self.assertIn("no window measured: cm-load: no connection could be opened", m.error)
+        self.assertFalse(m.ok)
+
     def test_cpu_between_interpolates(self):
         samples = [(0.0, 0.0), (1.0, 0.5), (2.0, 1.5)]
         self.assertAlmostEqual(price.cpu_between(samples, 0.5, 1.5), 1.0 - 0.25)
