@@ -64,8 +64,9 @@ OWED = {
     ("function", "harness/load/tests/test_server.cpp:TestServer::serve"): 97,
     # Set when this budget was (stop 55): issue 36 asks for 8,500 by removing what is written
     # twice and what no result or test uses. Until then no change may add to the total without
-    # taking as much out elsewhere.
-    ("harness-lines", "harness"): 12_915,
+    # taking as much out elsewhere. 12,915 then; 12,909 after the ceiling's shape (+26) was paid
+    # with validate's steps as a list, one ordering of disjoint pairs, one count / delay text.
+    ("harness-lines", "harness"): 12_909,
 }
 
 

@@ -3,7 +3,8 @@ honouring its delay, and its efficiency against the lowest. Pure functions.
 
     connection ceiling = connections / mean delay     (a server that suspends a waiting request)
     thread ceiling     = threads / mean delay         (one that holds a thread while it waits)
-    CPU ceiling        = the server's own /plaintext rps, measured back to back with the row;
+    CPU ceiling        = the server's own /plaintext rps (and /delay/1: price.ceiling_shape),
+                         the most of the windows measured back to back with the row;
                          for /cpu/N, the work alone: server CPUs / N us
     database ceiling   = database connections / query time   (/db/sleep/{ms}: each query holds
                          one of the pool's connections for its whole sleep)

@@ -15,10 +15,11 @@ round. This is how cm-price measures, and why (issue 20: "a figure is a claim"):
   stagger spreads them over delay x connections / threads, so each thread's phase differs and the
   answers flow evenly; a window of any length then counts whole waves' worth.
 - A row's CPU ceiling brackets it: a window right before the row and one right after, on the same
-  server in the same state (as many connections, where the profile asks), and the row is priced
-  against the larger. The machine's speed moves by tens of percent within seconds, and a slower
-  moment only ever lowers what a window measures, so the most the server answered around the row
-  is the better reading of what it could answer. A row that still answered more than its ceiling
+  server in the same state (as many connections, and every other window /delay/N, where the
+  profile asks: ceiling_shape), and the row is priced against the larger. The machine's speed
+  moves by tens of percent within seconds, and a slower moment only ever lowers what a window
+  measures, so the most the server answered around the row is the better reading of what it could
+  answer. A row that still answered more than its ceiling
   gets more windows after it, up to MAX_CEILING_WINDOWS; a round above its ceiling by more than
   ABOVE_TOLERANCE after that is a defect of the measurement, shown as one and not counted in any
   figure (a window that counted a wave of answers can do it to connections / delay too).
@@ -186,10 +187,8 @@ def stagger_ms(row, threads, cap_ms):
     threads (so the threads' phases spread over one delay), at most cap_ms."""
     if not row.stagger or row.mean_delay_ms <= 0:
         return 0.0
-    spread = row.mean_delay_ms
-    if threads and row.connections > threads:
-        spread = row.mean_delay_ms * row.connections / threads
-    return min(spread, float(cap_ms))
+    waves = row.connections / threads if threads and row.connections > threads else 1
+    return min(row.mean_delay_ms * waves, float(cap_ms))
 
 
 def cpu_between(samples, t0, t1):
@@ -451,7 +450,7 @@ class Runner:
             price(m, t, self.profile, self.settings)
             self.record(t, m)
 
-    def ceiling_for(self, target, server, row, rnd):
+    def ceiling_for(self, target, server, row, rnd, fresh=False):
         """The CPU ceiling a row about to run on `server` is priced against: this round's sprint
         window when it cannot bind; else a window back to back (bracket() adds the ones after)."""
         sprinted = self.sprint_ceiling(target, row, rnd)
@@ -461,23 +460,20 @@ class Runner:
                               "so no window was spent on it back to back")
         if self.ceiling_row is None or row.compute_us > 0:  # /cpu/N: the work alone bounds it
             return None, None
-        c = self.ceiling_window_at(target, server, row, rnd)
+        c = self.ceiling_window_at(target, server, row, rnd, fresh=fresh)
         if c is not None and not c.ok:  # no ceiling to price the row against: not a figure
             return None, ("ceiling-failed", f"its CPU ceiling window failed: {c.error}")
         return (c.rps if c is not None else None), None
 
-    def ceiling_window_at(self, target, server, row, rnd):
-        """One CPU-ceiling window for `row`, on the same server process (or, for a variant, on its
-        ceiling source's running server), with as many connections as the row when the profile
-        asks."""
-        ceiling_row = self.ceiling_row
-        if self.profile.ceiling_at_row_connections:  # the CPU's ceiling with as many clients
-            ceiling_row = dataclasses.replace(ceiling_row, connections=row.connections)
+    def ceiling_window_at(self, target, server, row, rnd, index=0, fresh=False):
+        """The `index`th CPU-ceiling window around `row` (ceiling_shape) on its server (a variant's:
+        its ceiling source's), warmed longer on a fresh one when the profile asks (a cold JIT)."""
+        p, ceiling_row = self.profile, ceiling_shape(self.profile, self.ceiling_row, row, index)
         if self.ceiling_source(target) is not target:
             return self.ceiling_window(target, rnd, ceiling_row)
-        return self.measure(target, server, ceiling_row, rnd,
-                            duration_s=self.profile.ceiling_duration_s,
-                            warmup_s=self.profile.ceiling_warmup_s)
+        warm_s = p.ceiling_fresh_warmup_s if fresh else 0.0
+        return self.measure(target, server, ceiling_row, rnd, duration_s=p.ceiling_duration_s,
+                            warmup_s=p.ceiling_warmup_s + warm_s)
 
     def bracket(self, m, target, server, rnd):
         """The windows after a row priced against a back-to-back CPU ceiling: one, then more while
@@ -487,7 +483,7 @@ class Runner:
         while len(m.ceiling_windows) < MAX_CEILING_WINDOWS and (
                 len(m.ceiling_windows) < 2
                 or m.rps > (1 + ABOVE_TOLERANCE) * max(m.ceiling_windows)):
-            c = self.ceiling_window_at(target, server, m.row, rnd)
+            c = self.ceiling_window_at(target, server, m.row, rnd, len(m.ceiling_windows))
             if c is None or not c.ok:
                 m.notes.append(("ceiling-after-failed", "a CPU-ceiling window after the row "
                                 f"failed ({c.error if c is not None else 'no server'}): priced "
@@ -503,7 +499,7 @@ class Runner:
     def row_on(self, target, server, row, rnd, fresh=False):
         p = self.profile
         idle_kib = server.readings().rss_kib if fresh else None
-        ceiling, note = self.ceiling_for(target, server, row, rnd)
+        ceiling, note = self.ceiling_for(target, server, row, rnd, fresh)
         m = self.measure(target, server, row, rnd, duration_s=p.window_s(target.variant),
                          warmup_s=p.warmup_s)
         if note and note[0] == "ceiling-failed":
@@ -567,6 +563,20 @@ class Runner:
         return self
 
 
+def ceiling_shape(profile, ceiling_row, row, index):
+    """What the `index`th CPU-ceiling window around `row` measures: the ceiling row (/plaintext),
+    with as many connections as the row when the profile asks; every odd one /delay/N instead when
+    the profile names N (ceiling_window.delay_ms) and the row waits on /delay too. A server may
+    answer /delay/100 more cheaply than /plaintext with as many connections, and the larger of the
+    two then bounds it."""
+    if profile.ceiling_at_row_connections:  # the CPU's ceiling with as many clients
+        ceiling_row = dataclasses.replace(ceiling_row, connections=row.connections)
+    if index % 2 and profile.ceiling_delay_ms and row.path.startswith("/delay/"):
+        ceiling_row = dataclasses.replace(ceiling_row, path="/delay/{ms}",
+                                          delay=str(profile.ceiling_delay_ms))
+    return ceiling_row
+
+
 def undecided(measurements, width=stats.NOISE_WIDTH, planned=0):
     """{(label, row key)} of every priced row whose efficiency interval is wider than `width` of
     its estimate, or that counts fewer than `planned` rounds because some were defects (above
@@ -616,13 +626,6 @@ def database_mismatch(m):
             f"{r.unanswered_at_end:,} unanswered at the end)")
 
 
-def _database_note(m):
-    why = database_mismatch(m)
-    if why:
-        m.notes.append(("db-count", why + ": an answer without its query, or a query whose "
-                        "answer was lost"))
-
-
 def _children_cpu():
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
@@ -645,8 +648,9 @@ def price(m, target, profile, settings):
 
 def _notes(m, target, offered, threads, mean_delay, profile):
     r = m.result
-    if m.db_queries is not None:
-        _database_note(m)
+    if database_mismatch(m):
+        m.notes.append(("db-count", database_mismatch(m) + ": an answer without its query, or a "
+                        "query whose answer was lost"))
     if r.connect_failures:
         why = ", ".join(f"{k} x{v}" for k, v in r.connect_failures.items())
         m.notes.append(("connect-failed", f"cm-load could not open every connection ({why}); "

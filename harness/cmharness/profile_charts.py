@@ -11,11 +11,9 @@ Charts, by the profile's "chart" kind:
            and its connections / delay line is the lesson; log axes shrink it), one panel per
            server (the others faint in grey): the median of its rounds, the 95% interval of its
            efficiency (times the median of its lowest ceiling) as whiskers. The connections /
-           delay line, the server's CPU ceiling at each point (its /plaintext rps with as many
-           connections) and the blocking model's threads / delay line are each labelled with what
-           they are, and each point with how busy the server's core was: a plateau at "busy 98%"
-           is CPU-bound even where it lies under the CPU ceiling, which /plaintext (no timer)
-           measured. Also
+           delay line, the server's CPU ceiling at each point (report.cpu_ceiling_words) and the
+           blocking model's threads / delay line are each labelled with what they are, and each
+           point with how busy the server's core was. Also
            headline.md: the largest point's rps per server against its lowest ceiling, copied
            into the README between its headline markers when the output folder is the
            repository's results/delay-sweep (never from any other folder).
@@ -118,11 +116,8 @@ SWEEP_NOTE = (
     "Each point: the median rps of the rounds; whiskers: the 95% interval of its efficiency, "
     "drawn against the median of its ceiling, so a whisker never crosses a ceiling it was not "
     "measured to cross. busy: how much of its core the server used while measured. The CPU "
-    "ceiling at each point is the server's /plaintext rps with as many connections, the larger "
-    "of the windows right before and after the row: an upper bound, since a /delay request costs "
-    "more CPU (a timer to arm and fire), so a server busy 98% is CPU-bound under that line. The "
-    "blocking model has a scale of its own: on the others' it would lie on the axis. "
-    "docs/ceilings.md works it through.")
+    "ceiling at each point is {cpu}. The blocking model has a scale of its own: on the others' "
+    "it would lie on the axis. docs/ceilings.md works it through.")
 
 
 def connection_lines(ax, delays, x_end, y_max):
@@ -137,14 +132,13 @@ def connection_lines(ax, delays, x_end, y_max):
 
 
 def cpu_line(ax, rs, color):
-    """The server's CPU ceiling as measured at each point (its /plaintext rps with as many
-    connections, around the row), labelled in the empty top left corner, an arrow to the first."""
+    """The CPU ceiling at each point (report.cpu_ceiling_words), labelled top left, an arrow."""
     pts = [(r["connections_requested"], r["ceilings"]["CPU"]) for r in rs
            if r["ceilings"]["CPU"]]
     if not pts:
         return
     ax.plot([p[0] for p in pts], [p[1] for p in pts], ":", color=color, linewidth=1.6, zorder=2)
-    ax.annotate("CPU ceiling: its /plaintext rps\nwith as many connections", pts[0],
+    ax.annotate("CPU ceiling: the most it answered\naround the row", pts[0],
                 xytext=(0.03, 0.97), textcoords="axes fraction", fontsize=7, color=color,
                 va="top", arrowprops=dict(arrowstyle="->", color=color, linewidth=0.8))
 
@@ -257,7 +251,8 @@ def sweep(doc, out, plt):
     fig.suptitle(charts.wrapped(f'{doc["meta"]["profile"]}: /delay ({d}) rps against '
                                 f"connections, one panel per server, median of {rounds} round(s); "
                                 "grey: the other async servers", width), fontsize=10)
-    note = charts.wrapped(SWEEP_NOTE, width, 8.5)
+    cpu = report.cpu_ceiling_words(doc["meta"].get("profile_settings", {})).replace("`", "")
+    note = charts.wrapped(SWEEP_NOTE.format(cpu=cpu), width, 8.5)
     fig.text(0.01, 0.01, note, fontsize=8.5, va="bottom", ha="left")
     foot = (note.count("\n") + 1.6) * 8.5 * 1.25 / 72 / fig.get_size_inches()[1]
     fig.tight_layout(rect=(0, foot, 1, 1))

@@ -129,6 +129,11 @@ class Profile:
     ceiling_at_row_connections: bool = False
     # Each variant its own CPU ceiling (its own sprints), not its server's first variant's.
     ceiling_per_variant: bool = False
+    # Every other window around a /delay row is /delay/N instead of /plaintext (0: none): a
+    # server may answer /delay/100 more cheaply than /plaintext with as many connections.
+    ceiling_delay_ms: int = 0
+    # A fresh server's first ceiling window warms it this much longer (a JIT, a runtime's pools).
+    ceiling_fresh_warmup_s: float = 0.0
     chart: str = "bars"
     variants: list = dataclasses.field(default_factory=lambda: [Variant()])
     # A row with more connections is spread over several cm-load processes (one process holds
@@ -194,8 +199,8 @@ def parse(doc):
         if key in doc:
             setattr(p, key, _positive(doc[key], key) if key != "warmup_s" else float(doc[key]))
     window = doc.get("ceiling_window", {})
-    _only(window, {"duration_s", "warmup_s", "rounds", "connections", "per_variant"},
-          "ceiling_window")
+    _only(window, {"duration_s", "warmup_s", "rounds", "connections", "per_variant", "delay_ms",
+                   "fresh_warmup_s"}, "ceiling_window")
     if window.get("connections", "row") not in ("row",):
         raise ProfileError('ceiling_window.connections: "row" (or leave it out)')
     p.ceiling_at_row_connections = "connections" in window
@@ -203,6 +208,8 @@ def parse(doc):
     p.ceiling_per_variant = bool(window.get("per_variant", False))
     p.ceiling_duration_s = float(window.get("duration_s", p.ceiling_duration_s))
     p.ceiling_warmup_s = float(window.get("warmup_s", p.ceiling_warmup_s))
+    p.ceiling_delay_ms = int(window.get("delay_ms", 0))
+    p.ceiling_fresh_warmup_s = float(window.get("fresh_warmup_s", 0.0))
     p.published = _published(doc.get("published"))
     p.models = doc.get("models", "all")
     if isinstance(p.models, list):

@@ -75,6 +75,8 @@ def bound_kind(r):
 
 #: What a ceiling of `count / delay` counts, as a tie names it ("64 threads = database connections").
 COUNTED = {"connections": "connections", "threads": "threads", "database": "database connections"}
+SUMMARY_KEY = {"connections": "connection_ceiling", "threads": "thread_ceiling",
+               "cpu": "cpu_ceiling", "database": "database_ceiling"}
 
 
 def ceiling_text(t, r):
@@ -83,19 +85,11 @@ def ceiling_text(t, r):
     if value is None:
         return "-"
     kind, delay_s = bound_kind(r), (r.get("mean_delay_ms") or 0) / 1000
-    if kind == "threads":
-        threads = round(_median(r, "thread_ceiling") * delay_s)
-        return f"{value:,.0f} = {threads:,} thread{'s' if threads != 1 else ''} / {delay_s:g} s"
-    if kind == "connections":
-        conns = round(_median(r, "connection_ceiling") * delay_s)
-        return f"{value:,.0f} = {conns:,} connections / {delay_s:g} s"
     tied = kind.split(" = ")
-    if len(tied) > 1 and " or " not in kind and "cpu" not in tied:  # a tie of counts / delay
-        n = round(value * delay_s)
-        return f"{value:,.0f} = {n:,} {' = '.join(COUNTED.get(k, k) for k in tied)} / {delay_s:g} s"
-    if kind == "database":
-        n = round(_median(r, "database_ceiling") * delay_s)
-        return f"{value:,.0f} = {n:,} database connection{'s' if n != 1 else ''} / {delay_s:g} s"
+    if " or " not in kind and "cpu" not in tied and all(k in COUNTED for k in tied):
+        n = round(value * delay_s)  # count / delay, or a tie of such counts
+        what = " = ".join(COUNTED[k] if n != 1 else COUNTED[k][:-1] for k in tied)
+        return f"{value:,.0f} = {n:,} {what} / {delay_s:g} s"
     if kind == "cpu":
         if r["path"].startswith("/cpu/"):
             return f"{value:,.0f} = the CPU / {r['path'][len('/cpu/'):]} µs"
@@ -105,9 +99,7 @@ def ceiling_text(t, r):
     parts = []
     for part in kind.split(" or "):
         one = dict(r, bound=part, summary=dict(r["summary"], lowest_ceiling=r["summary"].get(
-            {"connections": "connection_ceiling", "threads": "thread_ceiling",
-             "cpu": "cpu_ceiling", "database": "database_ceiling"}.get(
-                part.split(" = ")[0], "lowest_ceiling"))))
+            SUMMARY_KEY.get(part.split(" = ")[0], "lowest_ceiling"))))
         parts.append(ceiling_text(t, one))
     return " or ".join(parts) + ", by round"
 
@@ -153,19 +145,30 @@ def lesson_table(doc):
     return "\n".join(lines)
 
 
+def cpu_ceiling_words(settings):
+    """How a row's CPU ceiling was measured, as its profile asked (meta.profile_settings)."""
+    kinds = "`/plaintext`" + (f" or `/delay/{settings['ceiling_delay_ms']}`"
+                              if settings.get("ceiling_delay_ms") else "")
+    shape = " with as many connections" if settings.get("ceiling_at_row_connections") else ""
+    return f"its {kinds} rps{shape}, the largest of the windows right before and after the row"
+
+
+def how_made(doc):
+    return HOW_MADE.format(cpu=cpu_ceiling_words(doc["meta"].get("profile_settings", {})))
+
+
 HOW_MADE = (
-    "How a cell is made: **rps** is the median of the rounds with its 95% interval; **the "
-    "ceiling that binds** is the lowest of `connections / delay`, `threads / delay` (the threads "
-    "a waiting request holds) and the server's CPU (its `/plaintext` rps, the larger of the "
-    "windows right before and right after the row), the median of the rounds; **efficiency** is "
-    "the median of each round's own rps ÷ that round's ceiling -- equal to the ratio of the two "
-    "medians beside it where the ceiling is fixed (connections, threads), not always where it "
-    "moves from round to round (the CPU); a round above its ceiling is a defect of the "
-    "measurement and is not counted. **Bytes per waiting request**: the resident memory one "
-    "request left waiting adds, measured on fresh servers (the blocking model: per worker "
-    "thread holding one, with the stack it reserves). **p99 overshoot**: how late the "
-    "99th-percentile answer came after its delay, the median of the rounds. Efficiencies are "
-    "compared only between servers bound by the same kind of ceiling; rps between any two.")
+    "How a cell is made: **rps** is the median of the rounds with its 95% interval; **the ceiling "
+    "that binds** is the lowest of `connections / delay`, `threads / delay` (the threads a waiting "
+    "request holds) and the server's CPU ({cpu}), the median of the rounds; **efficiency** is the "
+    "median of each round's own rps ÷ that round's ceiling -- equal to the ratio of the two medians"
+    " beside it where the ceiling is fixed (connections, threads), not always where it moves from "
+    "round to round (the CPU); a round above its ceiling is a defect of the measurement and is not "
+    "counted. **Bytes per waiting request**: the resident memory one request left waiting adds, "
+    "measured on fresh servers (the blocking model: per worker thread holding one, with the stack "
+    "it reserves). **p99 overshoot**: how late the 99th-percentile answer came after its delay, the"
+    " median of the rounds. Efficiencies are compared only between servers bound by the same kind "
+    "of ceiling; rps between any two.")
 
 
 def ratio_table(doc):
@@ -265,18 +268,19 @@ def efficiency_orderings(pairs):
         iv = (r["summary"] or {}).get("efficiency_interval")
         if iv:
             groups.setdefault(bound_kind(r), []).append((t["label"], stats.Estimate.from_json(iv)))
-    out = []
-    for kind, members in groups.items():
-        if len(members) < 2 or " or " in kind:
-            continue
-        members.sort(key=lambda m: -m[1].estimate)
-        found = [f"{a} > {b}" for i, (a, ea) in enumerate(members) for b, eb in members[i + 1:]
-                 if ea.above(eb)]
-        ties = len(members) * (len(members) - 1) // 2 - len(found)
-        out.append(f"among the servers bound by {KIND_WORDS.get(kind, kind)}: "
-                   + ("; ".join(found) if found else "none")
-                   + (f" ({ties} pair(s): no difference measured here)" if ties else ""))
-    return out
+    return [f"among the servers bound by {KIND_WORDS.get(kind, kind)}: {disjoint(members)}"
+            for kind, members in groups.items() if len(members) > 1 and " or " not in kind]
+
+
+def disjoint(members):
+    """"a > b; a > c (1 pair(s): no difference measured here)": the pairs of (label, Estimate)
+    whose intervals are disjoint, the rest counted as not told apart."""
+    members = sorted(members, key=lambda m: -m[1].estimate)
+    found = [f"{a} > {b}" for i, (a, ea) in enumerate(members) for b, eb in members[i + 1:]
+             if ea.above(eb)]
+    ties = len(members) * (len(members) - 1) // 2 - len(found)
+    return ("; ".join(found) if found else "none") + (
+        f" ({ties} pair(s): no difference measured here)" if ties else "")
 
 
 KIND_WORDS = {"connections": "connections / delay", "threads": "threads / delay",
@@ -298,13 +302,8 @@ def orderings(doc):
             out.append(f"- {title}, efficiency {text}")
     ratios = [c for c in doc["claims"] if c["kind"] == "ratio"]
     if ratios:
-        ratios.sort(key=lambda c: -_est(c).estimate)
-        found = [f"{a['label']} > {b['label']}" for i, a in enumerate(ratios) for b in ratios[i + 1:]
-                 if _est(a).above(_est(b))]
-        ties = len(ratios) * (len(ratios) - 1) // 2 - len(found)
         out.append(f"- {_row_label(doc, ratios[0]['row'])}, rps / {ratios[0]['reference']}: "
-                   + ("; ".join(found) if found else "none")
-                   + (f" ({ties} pair(s): no difference measured here)" if ties else ""))
+                   + disjoint([(c["label"], _est(c)) for c in ratios]))
     return "\n".join(out) or "- none"
 
 
@@ -574,7 +573,7 @@ def opening(doc):
     summary = profiles.summary_of(m)
     budget = OPENING_WORDS - len(re.sub(r"[#`*]", " ", summary).split()) - 12
     lines = [f"# Profile `{m['profile']}`", "", summary, "", what_it_shows(doc, budget), "",
-             lesson_table(doc), "", HOW_MADE, ""]
+             lesson_table(doc), "", how_made(doc), ""]
     ratios = ratio_table(doc)
     if ratios:
         lines += ["Each server's CPU ceiling, its `/plaintext` rps, beside the reference peer's "
@@ -807,8 +806,8 @@ def headline(doc, chart):
         "interval, from [results/delay-sweep](results/delay-sweep/results.md) "
         "(`build/bin/cm-price delay-sweep`). A ceiling is the most a server could answer: "
         "`connections / delay`, `threads / delay` (the blocking model's 64 workers), or its own "
-        "CPU (its `/plaintext` rps with as many connections, the larger of the windows right "
-        "before and after the row); the efficiency is the median of the rounds' own rps ÷ "
+        f"CPU ({cpu_ceiling_words(m.get('profile_settings', {}))}); the efficiency is the median "
+        "of the rounds' own rps ÷ "
         "ceiling. Bytes per waiting request: measured on fresh servers with "
         f"{m.get('profile_settings', {}).get('memory_waiting', 0):,} requests waiting (the "
         "blocking model: per worker thread holding one, the stack it reserves beside it). "
@@ -825,7 +824,7 @@ def headline(doc, chart):
 def compact(doc):
     """What cm-price prints at the end: the one table, how it is made, the orderings, and the
     CPU ceilings beside the peer."""
-    out = [lesson_table(doc), "", HOW_MADE, "", orderings(doc)]
+    out = [lesson_table(doc), "", how_made(doc), "", orderings(doc)]
     ratios = ratio_table(doc)
     if ratios:
         out += ["", ratios]

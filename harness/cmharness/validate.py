@@ -124,48 +124,36 @@ def db_row_body(path):
 def validate(port, *, plaintext=False, delay=False, block=False, cpu_us=(), echo_bodies=(),
              db_sleep=False, db_rows=()):
     """Runs the checks the rows need against 127.0.0.1:port; the first failure refuses."""
-    v = Validation()
-
-    def refuse(why):
-        v.ok, v.failure = False, why
-        return v
-
+    steps = []  # (the check, run when its turn comes: "" or what is wrong; what it passed)
     if plaintext:
-        why = check("/plaintext", _get(port, "/plaintext"), "Hello, World!", 0)
-        if why:
-            return refuse(why)
-        v.passed.append('/plaintext answered 200 "Hello, World!" text/plain')
+        steps.append((lambda: check("/plaintext", _get(port, "/plaintext"), "Hello, World!", 0),
+                      '/plaintext answered 200 "Hello, World!" text/plain'))
     if delay:
-        why = check("/delay/0", _get(port, "/delay/0"), "0", 0) or overlapping(port, "/delay/")
-        if why:
-            return refuse(why)
-        v.passed.append("/delay/0 answered 0; 32 overlapping /delay/{ms}, all different, each "
-                        "answered with its own value, none early")
+        steps.append((lambda: check("/delay/0", _get(port, "/delay/0"), "0", 0)
+                      or overlapping(port, "/delay/"), "/delay/0 answered 0; 32 overlapping "
+                      "/delay/{ms}, all different, each answered with its own value, none early"))
     if block:
-        why = overlapping(port, "/block/")
-        if why:
-            return refuse(why)
-        v.passed.append("32 overlapping /block/{ms}, all different, each answered with its own "
-                        "value, none early")
+        steps.append((lambda: overlapping(port, "/block/"), "32 overlapping /block/{ms}, all "
+                      "different, each answered with its own value, none early"))
     for us in cpu_us:
-        why = check(f"/cpu/{us}", _get(port, f"/cpu/{us}"), str(us), 0)
-        if why:
-            return refuse(why)
-        v.passed.append(f"/cpu/{us} answered {us}")
+        steps.append((lambda us=us: check(f"/cpu/{us}", _get(port, f"/cpu/{us}"), str(us), 0),
+                      f"/cpu/{us} answered {us}"))
     for body in echo_bodies:
-        why = echo(port, body)
-        if why:
-            return refuse(why)
-        v.passed.append(f"POST /echo of {len(body)} bytes answered them back")
+        steps.append((lambda body=body: echo(port, body),
+                      f"POST /echo of {len(body)} bytes answered them back"))
     if db_sleep:
-        why = overlapping(port, "/db/sleep/")
-        if why:
-            return refuse(why)
-        v.passed.append("32 overlapping /db/sleep/{ms}, all different, each answered with the "
-                        "value the database returned, none early")
+        steps.append((lambda: overlapping(port, "/db/sleep/"), "32 overlapping /db/sleep/{ms}, "
+                      "all different, each answered with the value the database returned, none "
+                      "early"))
     for path in db_rows:
-        why = check(path, _get(port, path), db_row_body(path), 0, "application/json")
+        steps.append((lambda path=path: check(path, _get(port, path), db_row_body(path), 0,
+                                              "application/json"),
+                      f"{path} answered {db_row_body(path)}"))
+    v = Validation()
+    for run, passed in steps:
+        why = run()
         if why:
-            return refuse(why)
-        v.passed.append(f"{path} answered {db_row_body(path)}")
+            v.ok, v.failure = False, why
+            return v
+        v.passed.append(passed)
     return v

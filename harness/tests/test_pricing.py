@@ -376,24 +376,61 @@ class Bracketing(unittest.TestCase):
             targets, _ = price.plan_targets(p, ["asio_coro"], peers=False)
             super().__init__(p, price.Settings("bin", "work", [0], [1], progress=False), targets)
             self.ceilings, self.row_rps, self.windows = list(ceilings), row_rps, []
+            self.shapes = []  # each ceiling window's row and warm-up
 
         def measure(self, target, server, row, rnd, *, duration_s, warmup_s, extra=()):
             rps = self.ceilings.pop(0) if row.cpu_ceiling else self.row_rps
             if row.cpu_ceiling:
                 self.windows.append(row.connections)
+                self.shapes.append((row.label(), warmup_s))
             return price.Measurement(rnd, 0, row, window_s=1.0, result=load.LoadResult.from_json(
                 cm_load_json(rps, row.connections, row.mean_delay_ms)))
 
-    def run_row(self, ceilings, row_rps, **extra):
+    def run_row(self, ceilings, row_rps, server=None, **extra):
         # 100,000 connections waiting 100 ms: a connection ceiling of 1M, far above the CPU's
         p = profile(rounds=1, rows=[
             {"id": "plaintext", "path": "/plaintext", "connections": [128], "cpu_ceiling": True},
             {"id": "delay", "path": "/delay/{ms}", "delay_ms": [100], "connections": [100000]}],
             **extra)
         r = self.Windows(p, ceilings, row_rps)
-        m = r.row_on(r.targets[0], None, p.rows[1], 0)
+        m = r.row_on(r.targets[0], server, p.rows[1], 0, fresh=server is not None)
         price.price(m, r.targets[0], p, r.settings)
         return m, r
+
+    def test_a_profile_may_alternate_plaintext_and_delay_windows_around_a_delay_row(self):
+        """ceiling_window.delay_ms: the window after a /delay row is /delay/N with as many
+        connections, the next /plaintext again; the row is priced against the largest."""
+        m, r = self.run_row([48_000, 52_000, 61_000, 99_999], 60_000,
+                            ceiling_window={"connections": "row", "delay_ms": 1})
+        self.assertEqual([label for label, _ in r.shapes], ["/plaintext x 100,000",
+                                                            "/delay/1 x 100,000",
+                                                            "/plaintext x 100,000"])
+        self.assertEqual(m.cpu_ceiling_rps, 61_000)
+        self.assertFalse(m.defect)
+
+    def test_only_a_delay_row_gets_delay_windows(self):
+        p = profile(ceiling_window={"delay_ms": 1})
+        shape = [price.ceiling_shape(p, p.rows[0], p.rows[-1], i).label() for i in range(3)]
+        self.assertEqual(shape, ["/plaintext x 128"] * 3)  # the /block row
+        shape = [price.ceiling_shape(p, p.rows[0], p.rows[1], i).label() for i in range(3)]
+        self.assertEqual(shape, ["/plaintext x 128", "/delay/1 x 128", "/plaintext x 128"])
+        plain = profile()
+        self.assertEqual(price.ceiling_shape(plain, p.rows[0], p.rows[1], 1).label(),
+                         "/plaintext x 128")
+
+    def test_a_fresh_servers_first_ceiling_window_is_warmed_longer(self):
+        class Fresh:
+            def readings(self):
+                return proc_readings
+
+        proc_readings = type("Readings", (), {"rss_kib": 4096})()
+        m, r = self.run_row([48_000, 55_000], 50_000, server=Fresh(),
+                            ceiling_window={"warmup_s": 0.25, "fresh_warmup_s": 2})
+        self.assertEqual([warm for _, warm in r.shapes], [2.25, 0.25])
+        self.assertEqual(m.rss_before_kib, 4096)  # the idle reading, before any window
+        _, kept = self.run_row([48_000, 55_000], 50_000,
+                               ceiling_window={"warmup_s": 0.25, "fresh_warmup_s": 2})
+        self.assertEqual([warm for _, warm in kept.shapes], [0.25, 0.25])  # a server kept running
 
     def test_the_row_is_priced_against_the_larger_of_before_and_after(self):
         m, _ = self.run_row([48_000, 55_000, 99_999], 50_000)
