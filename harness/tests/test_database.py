@@ -68,10 +68,17 @@ class ClusterTest(unittest.TestCase):
         self.db.sql("SELECT count(*) FROM world")  # not a /db route's statement: not counted
         # A query a server still runs (cm-server's application name) is waited for, then counted.
         env = dict(os.environ, PGAPPNAME="cm-server")
-        running = subprocess.Popen([os.path.join(database.bin_dir(), "psql"), self.db.conninfo,
-                                    "-X", "-A", "-t", "-c",
-                                    "SELECT 400::int FROM pg_sleep(400::int / 1000.0)"],
-                                   env=env, stdout=subprocess.DEVNULL)
+        psql = [os.path.join(database.bin_dir(), "psql"), self.db.conninfo, "-X", "-A", "-t"]
+        running = subprocess.Popen(
+            psql + ["-c", "SELECT 400::int FROM pg_sleep(400::int / 1000.0)"], env=env,
+            stdout=subprocess.DEVNULL)
+        # The database's CPU is read from its processes: a backend that lives on past the tally,
+        # as a pool's connection does, with CPU enough to see (a short psql's backend exits with
+        # its CPU before finish(), and pg_sleep spends none).
+        held = subprocess.Popen(psql, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        held.stdin.write("SELECT count(*) FROM generate_series(1, 3000000);\n")
+        held.stdin.flush()
+        self.assertEqual(held.stdout.readline().strip(), "3000000")
         try:
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline and self.db.sql(
@@ -81,6 +88,8 @@ class ClusterTest(unittest.TestCase):
             count = tally.finish()
         finally:
             running.wait(timeout=30)
+            held.stdin.close()
+            held.wait(timeout=30)
         self.assertTrue(count.idle)
         self.assertEqual(count.queries, 4)
         self.assertGreater(count.cpu_s, 0)
